@@ -1,0 +1,181 @@
+"""The results database: all of accelbench's SQL lives here.
+
+SQLite through the standard library. The file is marked as ours with PRAGMA application_id and
+carries its schema version in PRAGMA user_version, so a foreign or newer database is refused
+before anything is written to it. Each result is saved in its own transaction: an interrupted
+sweep keeps every result that finished.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import fields, replace
+from pathlib import Path
+from types import TracebackType
+
+from .errors import StoreError
+from .results import Result, RunSpec
+from .stats import Measurement
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Store", "default_db_path"]
+
+APPLICATION_ID = 0x41636342  # "AccB"
+SCHEMA_VERSION = 1
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_SPEC_COLUMNS = [f.name for f in fields(RunSpec)]
+
+_SCHEMA = f"""
+CREATE TABLE results (
+    id INTEGER PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    {", ".join(f"{name} {'INTEGER' if f.type == 'int' else 'TEXT'} NOT NULL"
+               for name, f in zip(_SPEC_COLUMNS, fields(RunSpec)))},
+    status TEXT NOT NULL,
+    error TEXT NOT NULL,
+    samples TEXT NOT NULL,      -- JSON list: seconds per timed block
+    warmup TEXT NOT NULL,       -- JSON list: seconds per warm-up block
+    peak_memory INTEGER,
+    peak_memory_meaning TEXT NOT NULL,
+    environment TEXT NOT NULL   -- JSON object: the fingerprint
+);
+CREATE INDEX results_workload ON results (workload, device);
+PRAGMA application_id = {APPLICATION_ID};
+PRAGMA user_version = {SCHEMA_VERSION};
+"""
+
+
+def default_db_path() -> Path:
+    import os
+
+    return Path(os.environ.get("ACCELBENCH_DB") or "accelbench.db")
+
+
+class Store:
+    """An open results database. Use as a context manager, or call close()."""
+
+    def __init__(self, path: str | Path, create: bool = True) -> None:
+        """Open the database at `path`; with create=False a missing file is an error."""
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise StoreError(f"no results database at {self.path}; run `accelbench run` first "
+                             "or pass --db PATH")
+        self._conn = _open(self.path)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def save(self, result: Result) -> Result:
+        """Store one result in its own transaction; return it with its id."""
+        m = result.measurement
+        row = {
+            "created_at": result.created_at,
+            **{name: getattr(result.spec, name) for name in _SPEC_COLUMNS},
+            "status": result.status,
+            "error": result.error,
+            "samples": json.dumps(list(m.samples) if m else []),
+            "warmup": json.dumps(list(m.warmup) if m else []),
+            "peak_memory": result.peak_memory,
+            "peak_memory_meaning": result.peak_memory_meaning,
+            "environment": json.dumps(result.environment, sort_keys=True),
+        }
+        sql = (
+            f"INSERT INTO results ({', '.join(row)}) "
+            f"VALUES ({', '.join(':' + name for name in row)})"
+        )
+        try:
+            with self._conn:
+                cursor = self._conn.execute(sql, row)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+        return replace(result, id=cursor.lastrowid)
+
+    def results(self, workload: str | None = None, limit: int | None = None) -> list[Result]:
+        """Stored results, newest first, optionally of one workload."""
+        sql = "SELECT * FROM results"
+        params: list[object] = []
+        if workload:
+            sql += " WHERE workload = ?"
+            params.append(workload)
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        try:
+            rows = self._conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        return [_to_result(row) for row in rows]
+
+
+def _to_result(row: sqlite3.Row) -> Result:
+    samples = tuple(json.loads(row["samples"]))
+    return Result(
+        id=row["id"],
+        created_at=row["created_at"],
+        spec=RunSpec(**{name: row[name] for name in _SPEC_COLUMNS}),
+        status=row["status"],
+        error=row["error"],
+        measurement=Measurement(samples, tuple(json.loads(row["warmup"]))) if samples else None,
+        peak_memory=row["peak_memory"],
+        peak_memory_meaning=row["peak_memory_meaning"],
+        environment=json.loads(row["environment"]),
+    )
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """Open or create the database, refusing anything that is not ours before writing."""
+    _check_file(path)
+    try:
+        conn = sqlite3.connect(path)
+        conn.row_factory = sqlite3.Row
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {path} as the results database: {exc}") from None
+    if app_id == 0 and not tables:
+        _create(conn, path)
+    elif app_id != APPLICATION_ID:
+        conn.close()
+        held = ", ".join(tables) or "no tables"
+        raise StoreError(f"{path} is not an accelbench database (it holds: {held}); "
+                         "choose another --db path")
+    elif version > SCHEMA_VERSION:
+        conn.close()
+        raise StoreError(f"{path} was written by a newer accelbench (schema {version}; this one "
+                         f"reads up to {SCHEMA_VERSION}); upgrade accelbench")
+    return conn
+
+
+def _check_file(path: Path) -> None:
+    if path.is_dir():
+        raise StoreError(f"cannot use {path} as the results database: it is a directory")
+    if not path.parent.is_dir():
+        raise StoreError(f"cannot create {path}: directory {path.parent} does not exist")
+    if not path.exists():
+        return
+    try:
+        with path.open("rb") as f:
+            header = f.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+    if header and header != _SQLITE_MAGIC:
+        raise StoreError(f"{path} is not an accelbench database (not an SQLite file); "
+                         "choose another --db path")
+
+
+def _create(conn: sqlite3.Connection, path: Path) -> None:
+    try:
+        conn.executescript(f"BEGIN; {_SCHEMA} COMMIT;")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(f"cannot create the results database at {path}: {exc}") from None
