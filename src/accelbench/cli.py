@@ -43,7 +43,8 @@ def _add_output_options(parser: argparse.ArgumentParser, db: bool = True) -> Non
     parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     if db:
         parser.add_argument(
-            "--db", metavar="PATH",
+            "--db",
+            metavar="PATH",
             help="results database (default: $ACCELBENCH_DB or ./accelbench.db)",
         )
 
@@ -58,18 +59,36 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser(
-        "run", help="benchmark a workload's training on devices (default: seed-cnn, all)",
+        "run",
+        help="benchmark a workload's training on devices (default: seed-cnn, all)",
         description="Benchmark a workload's training on each device and store the results. "
         "With no arguments: seed 000's benchmark on every available device, CPU included.",
     )
-    run.add_argument("workload", nargs="?", default=DEFAULT_WORKLOAD,
-                     help=f"workload name (default: {DEFAULT_WORKLOAD}; see `accelbench workloads`)")
-    run.add_argument("--devices", default="all", metavar="LIST",
-                     help="comma list of cpu, cuda, cuda:N, mps, xpu, xpu:N, or all (default)")
-    run.add_argument("--epochs", type=_count(1), metavar="N",
-                     help="timed its (epochs) per device (default: the workload's, 100 for seed-cnn)")
-    run.add_argument("--warmup", type=_count(0), default=1, metavar="N",
-                     help="untimed-for-statistics its before timing (default: 1)")
+    run.add_argument(
+        "workload",
+        nargs="?",
+        default=DEFAULT_WORKLOAD,
+        help=f"workload name (default: {DEFAULT_WORKLOAD}; see `accelbench workloads`)",
+    )
+    run.add_argument(
+        "--devices",
+        default="all",
+        metavar="LIST",
+        help="comma list of cpu, cuda, cuda:N, mps, xpu, xpu:N, or all (default)",
+    )
+    run.add_argument(
+        "--epochs",
+        type=_count(1),
+        metavar="N",
+        help="timed its (epochs) per device (default: the workload's, 100 for seed-cnn)",
+    )
+    run.add_argument(
+        "--warmup",
+        type=_count(0),
+        default=1,
+        metavar="N",
+        help="untimed-for-statistics its before timing (default: 1)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_output_options(run)
     run.set_defaults(handler=_cmd_run)
@@ -138,7 +157,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             for d in devices
         }
         results = run_sweep(
-            workload, devices, epochs, args.warmup,
+            workload,
+            devices,
+            epochs,
+            args.warmup,
             on_block=lambda device, i, seconds: bar.advance(tasks[device.name]),
             on_result=store.save,
         )

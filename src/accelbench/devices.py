@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -175,6 +175,7 @@ class _Backend:
     """One kind of device. Subclasses override what their kind does differently."""
 
     kind = ""
+    indexed = True  # whether names carry an index (cuda:0); the CPU and MPS are one device
 
     def discover(self) -> list[Device]:
         raise NotImplementedError
@@ -205,6 +206,7 @@ class _Cpu(_Backend):
     """The host CPU. PyTorch's CPU ops return when done, so there is nothing to synchronize."""
 
     kind = "cpu"
+    indexed = False
 
     def discover(self) -> list[Device]:
         details = (
@@ -228,9 +230,8 @@ class _Cpu(_Backend):
 
     def reset_peak_memory(self, index: int) -> None:
         # Linux resets the process's peak RSS (VmHWM) when "5" is written here.
-        with contextlib.suppress(OSError):
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")
+        with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
 
     def peak_memory(self, index: int) -> MemoryReading:
         hwm = _proc_status_bytes("VmHWM")
@@ -309,10 +310,13 @@ class _Mps(_Backend):
     """Apple-silicon (and AMD-on-Intel-Mac) GPUs through Metal. Not executed here: no Mac."""
 
     kind = "mps"
+    indexed = False
 
     def discover(self) -> list[Device]:
         if sys.platform != "darwin":
-            return [self._unavailable(f"MPS needs macOS 12.3 or later (this is {platform.system()})")]
+            return [
+                self._unavailable(f"MPS needs macOS 12.3 or later (this is {platform.system()})")
+            ]
         if not torch.backends.mps.is_built():
             return [self._unavailable("this PyTorch was built without MPS")]
         if not torch.backends.mps.is_available():
@@ -357,7 +361,9 @@ class _Xpu(_Backend):
         if xpu is None or not xpu._is_compiled():
             return [self._unavailable("this PyTorch was built without XPU")]
         if not xpu.is_available():
-            return [self._unavailable("PyTorch has XPU but sees no Intel GPU (no driver or device)")]
+            return [
+                self._unavailable("PyTorch has XPU but sees no Intel GPU (no driver or device)")
+            ]
         return [self._describe(i) for i in range(xpu.device_count())]
 
     def _describe(self, index: int) -> Device:
@@ -434,21 +440,21 @@ def pick_device(preferred: str | None = None) -> Device:
 
 def _find(name: str, known: list[Device], available: list[Device]) -> Device:
     kind, _, index = name.partition(":")
-    if kind not in _BACKENDS or (index and not index.isdigit()) or (kind == "cpu" and index):
+    backend = _BACKENDS.get(kind)
+    if backend is None or (index and not (index.isdigit() and backend.indexed)):
         raise DeviceError(
             f"unknown device {name!r}; valid: cpu, cuda, cuda:N, mps, xpu, xpu:N, all "
             f"(available here: {_choices(available)})"
         )
-    if kind in ("cpu", "mps"):
-        full = kind
-    else:
-        full = f"{kind}:{index or 0}"
+    full = f"{kind}:{index or 0}" if backend.indexed else kind
     for device in known:
         if device.name == full and device.available:
             return device
     reason = next((d.reason for d in known if d.kind == kind and not d.available), "")
     why = reason or f"{kind} has no device {index or 0}"
-    raise DeviceError(f"device {name!r} is not available here: {why}; available: {_choices(available)}")
+    raise DeviceError(
+        f"device {name!r} is not available here: {why}; available: {_choices(available)}"
+    )
 
 
 def _choices(available: list[Device]) -> str:
@@ -461,27 +467,28 @@ def _choices(available: list[Device]) -> str:
 def cpu_model() -> str:
     """The CPU's marketing name, from the OS."""
     if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError):
-            with open("/proc/cpuinfo") as f:
-                for line in f:
-                    if line.startswith("model name"):
-                        return line.split(":", 1)[1].strip()
+        with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
     if sys.platform == "darwin":
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             out = subprocess.run(
                 ["sysctl", "-n", "machdep.cpu.brand_string"],
-                capture_output=True, text=True, timeout=5, check=True,
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=True,
             )
             return out.stdout.strip()
     return platform.processor() or platform.machine()
 
 
 def _cpu_flags() -> set[str]:
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
     return set()
 
 
@@ -499,11 +506,10 @@ def _physical_memory() -> int | None:
 
 
 def _proc_status_bytes(key: str) -> int | None:
-    with contextlib.suppress(OSError):
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024  # reported in kB
+    with contextlib.suppress(OSError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024  # reported in kB
     return None
 
 
@@ -527,12 +533,10 @@ def _nvidia_driver_version(index: int) -> str | None:
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", f"-i={index}"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         )
         return out.stdout.strip() or None
     return None
-
-
-def iter_available() -> Iterator[Device]:
-    """Available devices, best first."""
-    return (d for d in discover() if d.available)

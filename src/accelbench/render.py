@@ -58,11 +58,23 @@ def _render(table: Table, notes: Sequence[str] = (), width: int = 120) -> str:
 def run_table(results: Sequence[Result], width: int = 120) -> str:
     """Seed 000's table, done right: one row per device, CPU as the baseline."""
     table = Table(title=_title(results), title_justify="left")
-    for header in ("device", "model", "it/s", "IQR", "95% CI", "samples/s", "step time",
-                   "peak memory", "vs CPU"):
+    for header in (
+        "device",
+        "model",
+        "it/s",
+        "IQR",
+        "95% CI",
+        "samples/s",
+        "step time",
+        "peak memory",
+        "vs CPU",
+    ):
         table.add_column(header, justify="left" if header in ("device", "model") else "right")
-    cpu = {r.spec.workload: r.measurement.rate.median
-           for r in results if r.spec.device == "cpu" and r.measurement}
+    cpu = {
+        r.spec.workload: r.measurement.rate.median
+        for r in results
+        if r.spec.device == "cpu" and r.measurement
+    }
     notes: list[str] = []
     for r in results:
         m = r.measurement
@@ -84,8 +96,10 @@ def run_table(results: Sequence[Result], width: int = 120) -> str:
             f"{m.rate.median / baseline:.2f}x" if baseline else "—",
         )
         notes += [f"{r.spec.device}: {w}" for w in m.warnings]
-        notes.append(f"{r.spec.device}: peak memory is the {r.peak_memory_meaning}; "
-                     f"first (warm-up) it took {', '.join(format_seconds(w) for w in m.warmup)}")
+        notes.append(
+            f"{r.spec.device}: peak memory is the {r.peak_memory_meaning}; "
+            f"first (warm-up) it took {', '.join(format_seconds(w) for w in m.warmup)}"
+        )
     return _render(table, [_legend(results)] + notes, width)
 
 
@@ -108,8 +122,18 @@ def _legend(results: Sequence[Result]) -> str:
 
 def results_table(results: Sequence[Result], width: int = 120) -> str:
     table = Table(title=f"{len(results)} stored result(s), newest first", title_justify="left")
-    for header in ("id", "when (UTC)", "workload", "device", "model", "it/s", "95% CI",
-                   "samples/s", "status", "host"):
+    for header in (
+        "id",
+        "when (UTC)",
+        "workload",
+        "device",
+        "model",
+        "it/s",
+        "95% CI",
+        "samples/s",
+        "status",
+        "host",
+    ):
         table.add_column(header)
     for r in results:
         m = r.measurement

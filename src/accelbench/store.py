@@ -29,8 +29,12 @@ _SCHEMA = f"""
 CREATE TABLE results (
     id INTEGER PRIMARY KEY,
     created_at TEXT NOT NULL,
-    {", ".join(f"{name} {'INTEGER' if f.type == 'int' else 'TEXT'} NOT NULL"
-               for name, f in zip(_SPEC_COLUMNS, fields(RunSpec)))},
+    {
+    ", ".join(
+        f"{name} {'INTEGER' if f.type == 'int' else 'TEXT'} NOT NULL"
+        for name, f in zip(_SPEC_COLUMNS, fields(RunSpec), strict=True)
+    )
+},
     status TEXT NOT NULL,
     error TEXT NOT NULL,
     samples TEXT NOT NULL,      -- JSON list: seconds per timed block
@@ -58,8 +62,9 @@ class Store:
         """Open the database at `path`; with create=False a missing file is an error."""
         self.path = Path(path)
         if not create and not self.path.exists():
-            raise StoreError(f"no results database at {self.path}; run `accelbench run` first "
-                             "or pass --db PATH")
+            raise StoreError(
+                f"no results database at {self.path}; run `accelbench run` first or pass --db PATH"
+            )
         self._conn = _open(self.path)
 
     def __enter__(self) -> Store:
@@ -147,12 +152,15 @@ def _open(path: Path) -> sqlite3.Connection:
     elif app_id != APPLICATION_ID:
         conn.close()
         held = ", ".join(tables) or "no tables"
-        raise StoreError(f"{path} is not an accelbench database (it holds: {held}); "
-                         "choose another --db path")
+        raise StoreError(
+            f"{path} is not an accelbench database (it holds: {held}); choose another --db path"
+        )
     elif version > SCHEMA_VERSION:
         conn.close()
-        raise StoreError(f"{path} was written by a newer accelbench (schema {version}; this one "
-                         f"reads up to {SCHEMA_VERSION}); upgrade accelbench")
+        raise StoreError(
+            f"{path} was written by a newer accelbench (schema {version}; this one "
+            f"reads up to {SCHEMA_VERSION}); upgrade accelbench"
+        )
     return conn
 
 
@@ -169,8 +177,9 @@ def _check_file(path: Path) -> None:
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from None
     if header and header != _SQLITE_MAGIC:
-        raise StoreError(f"{path} is not an accelbench database (not an SQLite file); "
-                         "choose another --db path")
+        raise StoreError(
+            f"{path} is not an accelbench database (not an SQLite file); choose another --db path"
+        )
 
 
 def _create(conn: sqlite3.Connection, path: Path) -> None:

@@ -1,0 +1,150 @@
+"""The real command line, end to end, in subprocesses."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from .conftest import REPO, digest, run_cli
+
+
+def test_help_does_not_import_torch():
+    code = (
+        "import sys; from accelbench.cli import build_parser; build_parser(); "
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_run_prints_the_table_and_stores_the_result(tmp_path):
+    db = tmp_path / "r.db"
+    out = run_cli("run", "seed-cnn", "--devices", "cpu", "--epochs", "2", "--db", str(db))
+    assert out.returncode == 0, out.stderr
+    assert "seed-cnn" in out.stdout and "it/s" in out.stdout and "vs CPU" in out.stdout
+    assert "1.00x" in out.stdout
+    assert "a 95% CI of the median needs 6 or more" in out.stdout
+    assert f"stored as result(s) #1 in {db}" in out.stdout
+    listed = run_cli("results", "--db", str(db), "--json")
+    rows = json.loads(listed.stdout)
+    assert len(rows) == 1 and rows[0]["spec"]["workload"] == "seed-cnn"
+    assert len(rows[0]["samples_s"]) == 2
+
+
+def test_run_json_carries_raw_samples_and_statistics(tmp_path):
+    db = tmp_path / "r.db"
+    out = run_cli(
+        "run",
+        "mlp",
+        "--devices",
+        "cpu",
+        "--epochs",
+        "8",
+        "--warmup",
+        "2",
+        "--json",
+        "--db",
+        str(db),
+    )
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)  # nothing but JSON on stdout
+    (result,) = payload["results"]
+    assert len(result["samples_s"]) == 8 and len(result["warmup_s"]) == 2
+    stats = result["it_per_s"]
+    assert stats["n"] == 8
+    assert stats["ci95_low"] <= stats["median"] <= stats["ci95_high"]
+    assert result["block_time_s"]["median"] == pytest.approx(
+        sorted(result["samples_s"])[3] / 2 + sorted(result["samples_s"])[4] / 2
+    )
+    assert result["environment"]["device"] == "cpu"
+
+
+def test_db_from_environment_variable(tmp_path):
+    db = tmp_path / "env.db"
+    out = run_cli(
+        "run", "mlp", "--devices", "cpu", "--epochs", "1", "--quiet", env={"ACCELBENCH_DB": str(db)}
+    )
+    assert out.returncode == 0, out.stderr
+    assert db.exists()
+
+
+def test_devices_and_workloads_list(tmp_path):
+    devices = json.loads(run_cli("devices", "--json").stdout)
+    assert {d["kind"] for d in devices} == {"cpu", "cuda", "mps", "xpu"}
+    assert "cpu" in run_cli("devices").stdout
+    workloads = json.loads(run_cli("workloads", "--json").stdout)
+    assert {w["name"] for w in workloads} >= {"seed-cnn", "mlp"}
+
+
+def _existing_db(tmp_path):
+    db = tmp_path / "kept.db"
+    assert (
+        run_cli("run", "mlp", "--devices", "cpu", "--epochs", "1", "--db", str(db)).returncode == 0
+    )
+    return db
+
+
+BAD_RUNS = {
+    "unknown workload": (["run", "resnet9000"], "unknown workload 'resnet9000'; valid:"),
+    "unknown device": (["run", "--devices", "tpu"], "unknown device 'tpu'; valid: cpu, cuda"),
+    "zero epochs": (["run", "--epochs", "0"], "argument --epochs: must be 1 or more, got 0"),
+    "word epochs": (["run", "--epochs", "many"], "argument --epochs: 'many' is not a whole number"),
+    "negative warmup": (["run", "--warmup", "-1"], "argument --warmup: must be 0 or more"),
+    "unknown command": (["fly"], "invalid choice: 'fly'"),
+}
+if not torch.cuda.is_available():
+    BAD_RUNS["unavailable device"] = (
+        ["run", "--devices", "cpu,cuda"],
+        "device 'cuda' is not available here:",
+    )
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RUNS))
+def test_bad_input_is_one_line_exit_2_and_the_database_is_untouched(tmp_path, case):
+    args, message = BAD_RUNS[case]
+    db = _existing_db(tmp_path)
+    before = digest(db)
+    out = run_cli(*args, "--db", str(db)) if args[0] == "run" else run_cli(*args)
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "Traceback" not in out.stderr
+    assert digest(db) == before
+
+
+def test_bad_databases_are_refused_in_one_line(tmp_path):
+    foreign = tmp_path / "foreign.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE invoices (n INTEGER)")
+    conn.commit()
+    conn.close()
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database")
+    cases = {
+        str(foreign): "is not an accelbench database (it holds: invoices)",
+        str(text): "is not an accelbench database (not an SQLite file)",
+        str(tmp_path): "it is a directory",
+        str(tmp_path / "missing" / "r.db"): "does not exist",
+    }
+    for path, message in cases.items():
+        before = digest(foreign), digest(text)
+        out = run_cli("run", "mlp", "--devices", "cpu", "--epochs", "1", "--db", path)
+        assert out.returncode == 2, path
+        assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+        assert (digest(foreign), digest(text)) == before
+    out = run_cli("results", "--db", str(tmp_path / "absent.db"))
+    assert out.returncode == 2 and "no results database" in out.stderr
+
+
+def test_module_runs_from_the_source_tree():
+    out = subprocess.run(
+        [sys.executable, "-m", "accelbench", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
+    assert out.stdout.startswith("accelbench ")

@@ -1,0 +1,96 @@
+import sqlite3
+
+import pytest
+
+from accelbench.errors import StoreError
+from accelbench.results import Result, RunSpec
+from accelbench.stats import Measurement
+from accelbench.store import SCHEMA_VERSION, Store
+
+from .conftest import digest
+
+SPEC = RunSpec(workload="seed-cnn", device="cpu", batch_size=64, steps_per_block=20)
+
+
+def make_result(samples=(0.5, 0.4, 0.6), status="ok"):
+    return Result(
+        spec=SPEC,
+        status=status,
+        measurement=Measurement(samples=samples, warmup=(0.9,)) if samples else None,
+        error="" if status == "ok" else "RuntimeError: boom",
+        peak_memory=123456,
+        peak_memory_meaning="peak RSS",
+        environment={"host": "h", "torch": "2.x"},
+        created_at="2026-11-30T00:00:00+00:00",
+    )
+
+
+def test_round_trip_keeps_everything(tmp_path):
+    path = tmp_path / "r.db"
+    with Store(path) as store:
+        saved = store.save(make_result())
+        failed = store.save(make_result(samples=(), status="oom"))
+    with Store(path) as store:
+        back = store.results()
+    assert [r.id for r in back] == [failed.id, saved.id]  # newest first
+    assert back[1] == saved
+    assert back[0].measurement is None and back[0].status == "oom"
+    assert back[1].measurement.samples == (0.5, 0.4, 0.6)
+    assert back[1].measurement.warmup == (0.9,)
+
+
+def test_filter_and_limit(tmp_path):
+    with Store(tmp_path / "r.db") as store:
+        for _ in range(3):
+            store.save(make_result())
+        assert len(store.results(limit=2)) == 2
+        assert store.results(workload="mlp") == []
+        assert len(store.results(workload="seed-cnn")) == 3
+
+
+def test_empty_file_becomes_a_database(tmp_path):
+    path = tmp_path / "empty.db"
+    path.write_bytes(b"")
+    with Store(path) as store:
+        store.save(make_result())
+
+
+def test_foreign_sqlite_database_is_refused_and_unchanged(tmp_path):
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE customers (name TEXT)")
+    conn.commit()
+    conn.close()
+    before = digest(path)
+    with pytest.raises(StoreError, match="not an accelbench database .*customers"):
+        Store(path)
+    assert digest(path) == before
+
+
+def test_non_sqlite_file_is_refused_and_unchanged(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("shopping list\n")
+    with pytest.raises(StoreError, match="not an accelbench database"):
+        Store(path)
+    assert path.read_text() == "shopping list\n"
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "new.db"
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="newer accelbench"):
+        Store(path)
+
+
+def test_directory_and_missing_parent_are_refused(tmp_path):
+    with pytest.raises(StoreError, match="is a directory"):
+        Store(tmp_path)
+    with pytest.raises(StoreError, match="does not exist"):
+        Store(tmp_path / "no" / "such.db")
+    with pytest.raises(StoreError, match="no results database"):
+        Store(tmp_path / "absent.db", create=False)
+    assert not (tmp_path / "absent.db").exists()
