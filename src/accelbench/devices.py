@@ -135,6 +135,11 @@ class Device:
     backend: _Backend = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     @property
+    def caveat(self) -> str:
+        """What accelbench's developers could not verify on this kind of device, if anything."""
+        return self.backend.caveat if self.backend else ""
+
+    @property
     def torch_device(self) -> torch.device:
         return torch.device(self.name)
 
@@ -168,6 +173,7 @@ class Device:
             "total_memory": self.total_memory,
             "dtypes": self.dtypes.names(),
             "details": dict(self.details),
+            "caveat": self.caveat,
         }
 
 
@@ -176,6 +182,7 @@ class _Backend:
 
     kind = ""
     indexed = True  # whether names carry an index (cuda:0); the CPU and MPS are one device
+    caveat = ""
 
     def discover(self) -> list[Device]:
         raise NotImplementedError
@@ -248,6 +255,12 @@ class _Cuda(_Backend):
 
     kind = "cuda"
 
+    @property
+    def caveat(self) -> str:  # type: ignore[override]
+        if torch.version.hip is None:
+            return ""  # verified on an NVIDIA H200
+        return "accelbench has been verified on NVIDIA GPUs; its developers had no AMD GPU"
+
     def discover(self) -> list[Device]:
         if torch.version.cuda is None and torch.version.hip is None:
             return [self._unavailable("this PyTorch was built without CUDA or ROCm")]
@@ -299,7 +312,11 @@ class _Cuda(_Backend):
         )
 
     def runtime_facts(self, index: int) -> dict[str, str]:
-        facts = {"cuda_runtime": str(torch.version.cuda), "hip": str(torch.version.hip)}
+        facts = {}
+        if torch.version.cuda:
+            facts["cuda_runtime"] = torch.version.cuda
+        if torch.version.hip:
+            facts["hip"] = torch.version.hip
         if torch.backends.cudnn.is_available():
             facts["cudnn"] = str(torch.backends.cudnn.version())
         facts["driver"] = _nvidia_driver_version(index) or "unknown"
@@ -311,6 +328,10 @@ class _Mps(_Backend):
 
     kind = "mps"
     indexed = False
+    caveat = (
+        "accelbench's MPS code follows PyTorch's documented torch.mps API, but its developers "
+        "had no Mac to run it on: treat these figures as unverified by us"
+    )
 
     def discover(self) -> list[Device]:
         if sys.platform != "darwin":
@@ -355,6 +376,10 @@ class _Xpu(_Backend):
     """Intel GPUs."""
 
     kind = "xpu"
+    caveat = (
+        "accelbench's XPU code follows PyTorch's documented torch.xpu API, but its developers "
+        "had no Intel GPU to run it on: treat these figures as unverified by us"
+    )
 
     def discover(self) -> list[Device]:
         xpu = getattr(torch, "xpu", None)

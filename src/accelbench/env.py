@@ -25,4 +25,6 @@ def fingerprint(device: Device) -> dict[str, str]:
         "device_model": device.model,
     }
     facts.update(device.runtime_facts())
+    if device.caveat:
+        facts["caveat"] = device.caveat
     return facts

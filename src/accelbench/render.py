@@ -36,8 +36,15 @@ def format_seconds(s: float) -> str:
 
 
 def _num(x: float) -> str:
-    """Enough significant digits to compare, no more."""
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}" if abs(x) < 10 else f"{x:.1f}"
+    """Enough digits to compare two figures, no more."""
+    magnitude = abs(x)
+    if magnitude >= 100:
+        return f"{x:,.0f}"
+    if magnitude >= 10:
+        return f"{x:.1f}"
+    if magnitude >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3g}"
 
 
 def _ci(summary: Summary) -> str:
@@ -52,7 +59,8 @@ def _render(table: Table, notes: Sequence[str] = (), width: int = 120) -> str:
     console.print(table)
     for note in notes:
         console.print(note, soft_wrap=True)
-    return buffer.getvalue()
+    # rich pads lines to the console width; trailing blanks only get in the way of a reader
+    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
 
 
 def run_table(results: Sequence[Result], width: int = 120) -> str:
@@ -96,6 +104,8 @@ def run_table(results: Sequence[Result], width: int = 120) -> str:
             f"{m.rate.median / baseline:.2f}x" if baseline else "—",
         )
         notes += [f"{r.spec.device}: {w}" for w in m.warnings]
+        if r.environment.get("caveat"):
+            notes.append(f"{r.spec.device}: {r.environment['caveat']}")
         notes.append(
             f"{r.spec.device}: peak memory is the {r.peak_memory_meaning}; "
             f"first (warm-up) it took {', '.join(format_seconds(w) for w in m.warmup)}"
@@ -163,7 +173,7 @@ def devices_table(devices: Sequence[Device], width: int = 120) -> str:
             d.model,
             format_bytes(d.total_memory),
             ", ".join(d.dtypes.names()) if d.available else "",
-            "; ".join(f"{k} {v}" for k, v in d.details),
+            "; ".join([f"{k} {v}" for k, v in d.details] + ([d.caveat] if d.caveat else [])),
         )
     return _render(table, width=width)
 
