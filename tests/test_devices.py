@@ -86,3 +86,11 @@ def test_cpu_timer_and_peak_memory_are_real():
 
 def test_dtype_names():
     assert DtypeSupport(fp16=True, bf16=False, tf32=True).names() == ["fp32", "tf32", "fp16"]
+
+
+def test_unverified_backends_carry_a_caveat_and_verified_ones_none():
+    by_kind = {d.kind: d for d in discover()}
+    assert "no Mac" in by_kind["mps"].caveat
+    assert "no Intel GPU" in by_kind["xpu"].caveat
+    assert by_kind["cpu"].caveat == ""
+    assert by_kind["mps"].to_dict()["caveat"] == by_kind["mps"].caveat
