@@ -1,7 +1,7 @@
 import pytest
 
 from accelbench.devices import HostTimer
-from accelbench.measure import measure
+from accelbench.measure import StopRule, measure
 
 
 class Recorder:
@@ -29,14 +29,14 @@ class Recorder:
 
 def test_samples_are_the_injected_durations_with_warmup_kept_apart():
     fake = Recorder([9.0, 8.0, 1.0, 2.0, 3.0])
-    m = measure(fake.run_block, fake.timer, blocks=3, warmup=2)
+    m = measure(fake.run_block, fake.timer, StopRule(blocks=3, warmup=2))
     assert m.warmup == (9.0, 8.0)
     assert m.samples == (1.0, 2.0, 3.0)
 
 
 def test_device_is_synchronized_at_each_boundary_and_never_inside_a_block():
     fake = Recorder([1.0, 1.0])
-    measure(fake.run_block, fake.timer, blocks=1, warmup=1)
+    measure(fake.run_block, fake.timer, StopRule(blocks=1, warmup=1))
     # each block: sync before reading the start clock, sync after it before reading the end
     assert fake.log == ["sync", "clock", "block", "sync", "clock"] * 2
 
@@ -47,15 +47,36 @@ def test_progress_callback_sees_every_block_after_it_is_timed():
     measure(
         fake.run_block,
         fake.timer,
-        blocks=2,
-        warmup=1,
+        StopRule(blocks=2, warmup=1),
         on_block=lambda i, s: seen.append((i, s, fake.log[-1])),
     )
     assert seen == [(0, 5.0, "clock"), (1, 1.0, "clock"), (2, 2.0, "clock")]
 
 
-@pytest.mark.parametrize("blocks, warmup", [(0, 1), (-1, 0), (3, -1)])
-def test_bad_counts_are_refused(blocks, warmup):
-    fake = Recorder([])
+@pytest.mark.parametrize(
+    "rule", [dict(blocks=0), dict(blocks=-1), dict(warmup=-1), dict(max_time=0), dict(min_blocks=0)]
+)
+def test_bad_stop_rules_are_refused(rule):
     with pytest.raises(ValueError):
-        measure(fake.run_block, fake.timer, blocks=blocks, warmup=warmup)
+        StopRule(**rule)
+
+
+def test_adaptive_rule_stops_once_the_ci_is_tight():
+    # Perfectly steady blocks: the CI collapses as soon as the minimum count is reached.
+    fake = Recorder([0.1] * 1000)
+    m = measure(fake.run_block, fake.timer, StopRule(warmup=0, min_blocks=12, max_time=50))
+    assert len(m.samples) == 12
+
+
+def test_adaptive_rule_stops_at_the_time_budget_when_noisy():
+    # Alternating 1 s and 3 s blocks never give a CI within 2% of the median.
+    fake = Recorder([1.0, 3.0] * 500)
+    m = measure(fake.run_block, fake.timer, StopRule(warmup=1, max_time=40))
+    assert sum(m.samples) >= 40 and sum(m.samples[:-1]) < 40
+    assert m.warmup == (1.0,)
+
+
+def test_adaptive_rule_respects_the_block_cap():
+    fake = Recorder([1.0, 3.0] * 500)
+    m = measure(fake.run_block, fake.timer, StopRule(warmup=0, max_time=1e9, max_blocks=25))
+    assert len(m.samples) == 25

@@ -1,7 +1,7 @@
 import torch
 
 from accelbench.devices import resolve_devices
-from accelbench.runner import run_one, run_sweep
+from accelbench.runner import run_one
 from accelbench.workloads import get_workload
 from accelbench.workloads.seed import SeedMLP
 
@@ -9,14 +9,14 @@ from accelbench.workloads.seed import SeedMLP
 class Exploding(SeedMLP):
     name = "exploding"
 
-    def train_step(self, model, optimizer, batch):
+    def loss(self, outputs, targets):
         raise RuntimeError("kernel launch failed\nsecond line of detail")
 
 
 class OutOfMemory(SeedMLP):
     name = "oom"
 
-    def train_step(self, model, optimizer, batch):
+    def loss(self, outputs, targets):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 80 GiB")
 
 
@@ -36,16 +36,21 @@ def test_a_run_measures_and_fingerprints():
 
 def test_failures_become_results_and_the_sweep_goes_on():
     results = [run_one(Exploding(), CPU, blocks=2), run_one(OutOfMemory(), CPU, blocks=2)]
-    results += run_sweep(get_workload("mlp"), [CPU], blocks=2)
+    results.append(run_one(get_workload("mlp"), CPU, blocks=2))
     assert [r.status for r in results] == ["error", "oom", "ok"]
     assert results[0].error == "RuntimeError: kernel launch failed"
     assert results[0].measurement is None
     assert "out of memory" in results[1].error
 
 
-def test_sweep_hands_each_result_to_on_result_as_it_lands():
-    landed = []
-    results = run_sweep(
-        get_workload("mlp"), [CPU], blocks=2, on_result=lambda r: landed.append(r) or r
-    )
-    assert landed == results
+def test_unsupported_options_are_results_with_the_reason():
+    result = run_one(get_workload("mlp"), CPU, blocks=2, channels_last=True)
+    assert result.status == "unsupported"
+    assert "channels_last" in result.error and "not NCHW images" in result.error
+    graphs = run_one(get_workload("seed-cnn"), CPU, blocks=2, cuda_graphs=True)
+    assert graphs.status == "unsupported" and "cannot capture CUDA graphs" in graphs.error
+
+
+def test_setup_time_is_kept_apart():
+    result = run_one(get_workload("mlp"), CPU, blocks=3)
+    assert result.metrics["setup_s"] > 0

@@ -1,16 +1,27 @@
 import pytest
 import torch
 
+from accelbench.build import build
+from accelbench.devices import resolve_devices
 from accelbench.errors import WorkloadError
+from accelbench.runner import make_spec
 from accelbench.workloads import Workload, get_workload, list_workloads, register
 from accelbench.workloads.seed import SeedCNN
 
+CPU = resolve_devices("cpu")[0]
 
+
+@pytest.mark.parametrize("mode", ["train", "infer"])
 @pytest.mark.parametrize("workload", list_workloads(), ids=lambda w: w.name)
-def test_every_workload_trains_on_the_cpu(workload):
-    """Each registered workload builds its parts and runs a timed block's steps."""
-    run_block = workload.prepare(torch.device("cpu"))
-    run_block()
+def test_every_workload_runs_a_step_on_the_cpu(workload, mode):
+    """Each registered workload builds, and one step of each mode runs (batch 2 to stay quick)."""
+    spec = make_spec(workload, CPU, mode=mode, batch_size=2, steps_per_block=1)
+    prep = build(spec, workload, CPU)
+    before = [p.detach().clone() for p in prep.model.parameters()][:3]
+    prep.step()
+    after = [p.detach() for p in prep.model.parameters()][:3]
+    changed = any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+    assert changed == (mode == "train")  # training updates weights; inference must not
     assert workload.describe()["name"] == workload.name
 
 
@@ -18,7 +29,7 @@ def test_seed_cnn_is_seed_000s_network():
     model = SeedCNN().build_model()
     # conv1 456 + conv2 2,416 + fc1 324,600 + fc2 10,164 + fc3 850, from seed 000's layer sizes
     assert sum(p.numel() for p in model.parameters()) == 338_486
-    inputs, labels = SeedCNN().make_batch(torch.Generator().manual_seed(0))
+    inputs, labels = SeedCNN().make_batch(torch.Generator().manual_seed(0), 64)
     assert inputs.shape == (64, 3, 64, 64) and labels.shape == (64,)
     assert model(inputs).shape == (64, 10)
     w = get_workload("seed-cnn")
@@ -27,25 +38,31 @@ def test_seed_cnn_is_seed_000s_network():
 
 def test_training_reduces_the_loss():
     w = get_workload("mlp")
-    torch.manual_seed(0)
-    model = w.build_model()
-    optimizer = w.make_optimizer(model)
-    batch = w.make_batch(torch.Generator().manual_seed(0))
-    first = w.loss(model(batch[0]), batch[1]).item()
+    prep = build(make_spec(w, CPU), w, CPU)
+    inputs, targets = prep.batch
+    first = w.loss(prep.model(inputs), targets).item()
     for _ in range(50):
-        w.train_step(model, optimizer, batch)
-    assert w.loss(model(batch[0]), batch[1]).item() < first
+        prep.step()
+    assert w.loss(prep.model(inputs), targets).item() < first
 
 
 def test_unknown_workload_lists_the_valid_ones():
     with pytest.raises(
-        WorkloadError, match="unknown workload 'resnet9000'; valid: .*mlp, seed-cnn"
+        WorkloadError, match="unknown workload .resnet9000.; valid: bert-base, mlp, "
     ):
         get_workload("resnet9000")
 
 
 def test_glob_filter():
     assert [w.name for w in list_workloads("seed-*")] == ["seed-cnn"]
+    assert {w.name for w in list_workloads()} >= {
+        "seed-cnn",
+        "mlp",
+        "resnet50",
+        "vgg16",
+        "mobilenet_v3_large",
+        "bert-base",
+    }
     assert list_workloads("nothing*") == []
 
 

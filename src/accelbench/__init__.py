@@ -23,7 +23,9 @@ _EXPORTS = {
     "Result": "results",
     "RunSpec": "results",
     "run_one": "runner",
-    "run_sweep": "runner",
+    "run_config": "runner",
+    "make_spec": "runner",
+    "StopRule": "measure",
     "Store": "store",
     "track": "track",
     "Workload": "workloads",
@@ -45,9 +47,9 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # let type checkers and editors see the real names
     from .devices import Device, discover, pick_device, resolve_devices
     from .errors import AccelbenchError
-    from .measure import measure
+    from .measure import StopRule, measure
     from .results import Result, RunSpec
-    from .runner import run_one, run_sweep
+    from .runner import make_spec, run_config, run_one
     from .stats import Measurement
     from .store import Store
     from .track import track

@@ -4,4 +4,6 @@ import sys
 
 from .cli import main
 
-sys.exit(main())
+# Guarded: spawned worker processes import the main module again and must not rerun the CLI.
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,13 +10,19 @@ import argparse
 import json
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import __version__
 from .errors import AccelbenchError
 
 DEFAULT_WORKLOAD = "seed-cnn"
+# Kept here rather than imported so that --help does not import torch; tests check they match.
+MODES = ("train", "infer")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+SWITCH = {"off": False, "on": True}
+MEMORY_FORMATS = {"contiguous": False, "channels_last": True}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,7 +32,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _count(minimum: int) -> Any:
+def _count(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -35,6 +41,37 @@ def _count(minimum: int) -> Any:
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
         return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def _list_of(parse: Callable[[str], Any]) -> Callable[[str], tuple[Any, ...]]:
+    """A comma-separated list, each item parsed by `parse`, duplicates dropped."""
+
+    def parse_list(text: str) -> tuple[Any, ...]:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError("empty list")
+        return tuple(dict.fromkeys(parse(item) for item in items))
+
+    return parse_list
+
+
+def _one_of(valid: Sequence[str] | dict[str, Any]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        if text not in valid:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}; valid: {', '.join(valid)}")
+        return valid[text] if isinstance(valid, dict) else text
 
     return parse
 
@@ -49,48 +86,151 @@ def _add_output_options(parser: argparse.ArgumentParser, db: bool = True) -> Non
         )
 
 
+def _add_run_arguments(run: argparse.ArgumentParser) -> None:
+    run.add_argument(
+        "workloads",
+        nargs="*",
+        metavar="WORKLOAD",
+        help=f"workload names (default: {DEFAULT_WORKLOAD}; see `accelbench workloads`)",
+    )
+    model = run.add_argument_group("your own model")
+    model.add_argument(
+        "--model",
+        metavar="REF",
+        help="FILE.py:factory or package.module:factory returning a Workload or an nn.Module",
+    )
+    model.add_argument(
+        "--input-shape",
+        metavar="SHAPE",
+        help="per-sample input shape for an nn.Module, e.g. 3x224x224 or 128",
+    )
+    model.add_argument(
+        "--num-classes",
+        type=_count(1),
+        metavar="N",
+        help="classes of an nn.Module classifier (cross-entropy loss)",
+    )
+    model.add_argument(
+        "--vocab-size", type=_count(1), metavar="N", help="make inputs integer token ids in [0, N)"
+    )
+    model.add_argument(
+        "--loss",
+        choices=("cross-entropy", "mse"),
+        default="cross-entropy",
+        help="loss for an nn.Module (default: cross-entropy)",
+    )
+    matrix = run.add_argument_group("configurations (lists multiply)")
+    matrix.add_argument(
+        "--devices",
+        default="all",
+        metavar="LIST",
+        help="cpu, cuda, cuda:N, mps, xpu, xpu:N, or all (default)",
+    )
+    matrix.add_argument(
+        "--modes",
+        type=_list_of(_one_of(MODES)),
+        default=("train",),
+        metavar="LIST",
+        help="train, infer (default: train)",
+    )
+    matrix.add_argument(
+        "--precisions",
+        type=_list_of(_one_of(PRECISIONS)),
+        default=("fp32",),
+        metavar="LIST",
+        help="fp32 (TF32 off), tf32, fp16, bf16 (default: fp32)",
+    )
+    matrix.add_argument(
+        "--batch-sizes",
+        type=_list_of(_count(1)),
+        default=(None,),
+        metavar="LIST",
+        help="batch sizes (default: the workload's)",
+    )
+    matrix.add_argument(
+        "--memory-formats",
+        type=_list_of(_one_of(MEMORY_FORMATS)),
+        default=(False,),
+        metavar="LIST",
+        help="contiguous, channels_last (default: contiguous)",
+    )
+    matrix.add_argument(
+        "--compile",
+        type=_list_of(_one_of(COMPILE_MODES)),
+        default=("off",),
+        metavar="LIST",
+        help=f"torch.compile: {', '.join(COMPILE_MODES)} (default: off)",
+    )
+    matrix.add_argument(
+        "--cuda-graphs",
+        type=_list_of(_one_of(SWITCH)),
+        default=(False,),
+        metavar="LIST",
+        help="capture each step in a CUDA graph: off, on",
+    )
+    matrix.add_argument(
+        "--threads",
+        type=_list_of(_count(1)),
+        default=(0,),
+        metavar="LIST",
+        help="CPU threads for PyTorch (default: PyTorch's choice)",
+    )
+    timing = run.add_argument_group("timing")
+    timing.add_argument(
+        "--epochs",
+        type=_count(1),
+        metavar="N",
+        help="time exactly N its (default: the workload's, 100 for the seed "
+        "workloads; otherwise the stop rule of --max-time)",
+    )
+    timing.add_argument(
+        "--max-time",
+        type=_seconds,
+        metavar="S",
+        help="time its until the 95%% CI is within 2%% of the median or S "
+        "seconds pass (default for workloads without a fixed count: 20)",
+    )
+    timing.add_argument(
+        "--warmup",
+        type=_count(0),
+        default=1,
+        metavar="N",
+        help="warm-up its before timing (default: 1)",
+    )
+    timing.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=900.0,
+        metavar="S",
+        help="give up on one configuration after S seconds (default: 900)",
+    )
+    timing.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip configurations of this same sweep already stored",
+    )
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_output_options(run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="accelbench",
-        description="How fast your PyTorch model trains on every device you have, measured "
-        "honestly: synchronized timing, warm-up excluded, raw samples kept, spread reported.",
+        description="How fast your PyTorch model trains and infers on every device you have, "
+        "measured honestly: synchronized timing, warm-up excluded, raw samples kept, spread "
+        "reported.",
     )
     parser.add_argument("--version", action="version", version=f"accelbench {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser(
         "run",
-        help="benchmark a workload's training on devices (default: seed-cnn, all)",
-        description="Benchmark a workload's training on each device and store the results. "
-        "With no arguments: seed 000's benchmark on every available device, CPU included.",
+        help="benchmark workloads on devices (default: seed-cnn training on all devices)",
+        description="Benchmark each configuration (workloads x devices x options) in its own "
+        "process and store the results. With no arguments: seed 000's benchmark on every "
+        "available device, CPU included.",
     )
-    run.add_argument(
-        "workload",
-        nargs="?",
-        default=DEFAULT_WORKLOAD,
-        help=f"workload name (default: {DEFAULT_WORKLOAD}; see `accelbench workloads`)",
-    )
-    run.add_argument(
-        "--devices",
-        default="all",
-        metavar="LIST",
-        help="comma list of cpu, cuda, cuda:N, mps, xpu, xpu:N, or all (default)",
-    )
-    run.add_argument(
-        "--epochs",
-        type=_count(1),
-        metavar="N",
-        help="timed its (epochs) per device (default: the workload's, 100 for seed-cnn)",
-    )
-    run.add_argument(
-        "--warmup",
-        type=_count(0),
-        default=1,
-        metavar="N",
-        help="untimed-for-statistics its before timing (default: 1)",
-    )
-    run.add_argument("--quiet", action="store_true", help="no progress bar")
-    _add_output_options(run)
+    _add_run_arguments(run)
     run.set_defaults(handler=_cmd_run)
 
     devices = commands.add_parser("devices", help="list every backend: available or not, and why")
@@ -140,37 +280,25 @@ def _db_path(args: argparse.Namespace) -> Any:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .devices import resolve_devices
-    from .render import run_table
-    from .runner import run_sweep
+    from .render import run_tables
+    from .run_command import plan, run_plan
     from .store import Store
-    from .track import progress_bar
-    from .workloads import get_workload
 
     # Check every input, the database included, before spending time measuring.
-    workload = get_workload(args.workload)
-    devices = resolve_devices(args.devices)
-    epochs = args.epochs or workload.default_blocks
-    with Store(_db_path(args)) as store, progress_bar(disable=args.quiet) as bar:
-        tasks = {
-            d.name: bar.add_task(f"{workload.name} on {d.name}", total=args.warmup + epochs)
-            for d in devices
-        }
-        results = run_sweep(
-            workload,
-            devices,
-            epochs,
-            args.warmup,
-            on_block=lambda device, i, seconds: bar.advance(tasks[device.name]),
-            on_result=store.save,
-        )
+    checked = plan(args)
+    with Store(_db_path(args)) as store:
+        results = run_plan(checked, store, resume=args.resume, quiet=args.quiet)
+    sweep = checked.sweep.id
     if args.json:
-        _emit_json({"db": str(store.path), "results": [r.to_dict() for r in results]})
+        _emit_json(
+            {"db": str(store.path), "sweep": sweep, "results": [r.to_dict() for r in results]}
+        )
     else:
-        print(run_table(results, width=_width()), end="")
-        ids = ", ".join(f"#{r.id}" for r in results)
-        print(f"stored as result(s) {ids} in {store.path}")
-    return 0 if all(r.status == "ok" for r in results) else 1
+        print(run_tables(results, width=_width()), end="")
+        ids = ", ".join(f"#{r.id}" for r in results) or "none (all were stored already)"
+        print(f"stored as result(s) {ids} in {store.path} (sweep {sweep})")
+    failed = {"oom", "error", "timeout"}
+    return 1 if any(r.status in failed for r in results) else 0
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:

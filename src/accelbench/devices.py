@@ -163,6 +163,14 @@ class Device:
         """Driver and runtime versions, for the environment fingerprint."""
         return self.backend.runtime_facts(self.index)
 
+    @property
+    def can_capture_graphs(self) -> bool:
+        return self.backend.can_capture_graphs
+
+    def capture_graph(self, step: Callable[[], None]) -> Callable[[], None]:
+        """Capture `step` into a device graph and return a function that replays it."""
+        return self.backend.capture_graph(self.index, step)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -204,6 +212,11 @@ class _Backend:
 
     def runtime_facts(self, index: int) -> dict[str, str]:
         return {}
+
+    can_capture_graphs = False
+
+    def capture_graph(self, index: int, step: Callable[[], None]) -> Callable[[], None]:
+        raise DeviceError(f"{self.kind} cannot capture graphs")
 
     def _unavailable(self, reason: str) -> Device:
         return Device(name=self.kind, kind=self.kind, available=False, reason=reason, backend=self)
@@ -310,6 +323,22 @@ class _Cuda(_Backend):
         return MemoryReading(
             torch.cuda.max_memory_allocated(index), "peak allocated by PyTorch's caching allocator"
         )
+
+    can_capture_graphs = True
+
+    def capture_graph(self, index: int, step: Callable[[], None]) -> Callable[[], None]:
+        # PyTorch's whole-network recipe: warm up on a side stream (so lazily created state
+        # such as optimizer buffers exists before capture), then capture one step.
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            step()
+        return graph.replay
 
     def runtime_facts(self, index: int) -> dict[str, str]:
         facts = {}

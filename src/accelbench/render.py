@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rich.console import Console
 from rich.table import Table
@@ -13,7 +14,7 @@ from .results import Result
 from .stats import Summary
 from .workloads import Workload
 
-__all__ = ["devices_table", "results_table", "run_table", "workloads_table", "format_bytes"]
+__all__ = ["devices_table", "results_table", "run_tables", "workloads_table", "format_bytes"]
 
 
 def format_bytes(n: int | None) -> str:
@@ -63,70 +64,80 @@ def _render(table: Table, notes: Sequence[str] = (), width: int = 120) -> str:
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
 
 
-def run_table(results: Sequence[Result], width: int = 120) -> str:
-    """Seed 000's table, done right: one row per device, CPU as the baseline."""
-    table = Table(title=_title(results), title_justify="left")
-    for header in (
+def run_tables(results: Sequence[Result], width: int = 120) -> str:
+    """Seed 000's table, done right: one table per workload, a row per configuration."""
+    by_workload: dict[str, list[Result]] = {}
+    for r in results:
+        by_workload.setdefault(r.spec.workload, []).append(r)
+    return "".join(_run_table(name, rows, width) for name, rows in by_workload.items())
+
+
+def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
+    table = Table(title=f"accelbench: {workload}", title_justify="left")
+    headers = (
         "device",
         "model",
+        "configuration",
         "it/s",
         "IQR",
         "95% CI",
         "samples/s",
         "step time",
         "peak memory",
+        "first it",
         "vs CPU",
-    ):
-        table.add_column(header, justify="left" if header in ("device", "model") else "right")
+    )
+    for header in headers:
+        table.add_column(header, justify="left" if header in headers[:3] else "right")
     cpu = {
-        r.spec.workload: r.measurement.rate.median
+        replace(r.spec, device="cpu"): r.measurement.rate.median
         for r in results
         if r.spec.device == "cpu" and r.measurement
     }
-    notes: list[str] = []
+    notes: dict[str, list[str]] = {}  # note -> the configurations it is about
     for r in results:
         m = r.measurement
-        model = r.environment.get("device_model", "")
+        who = f"{r.spec.device} {r.spec.label}"
+        head = (r.spec.device, r.environment.get("device_model", ""), r.spec.label)
         if m is None:
-            table.add_row(r.spec.device, model, r.status.upper(), "", "", "", "", "", "")
-            notes.append(f"{r.spec.device}: {r.status}: {r.error}")
+            table.add_row(*head, r.status.upper(), *[""] * 7)
+            notes.setdefault(f"{r.status}: {r.error}", []).append(who)
             continue
-        baseline = cpu.get(r.spec.workload)
+        baseline = cpu.get(replace(r.spec, device="cpu"))
         table.add_row(
-            r.spec.device,
-            model,
+            *head,
             _num(m.rate.median),
             _num(m.rate.iqr),
             _ci(m.rate),
             _num(m.rate.median * r.samples_per_block),
             format_seconds(m.time.median / r.spec.steps_per_block),
             format_bytes(r.peak_memory),
+            format_seconds(m.warmup[0]) if m.warmup else "—",
             f"{m.rate.median / baseline:.2f}x" if baseline else "—",
         )
-        notes += [f"{r.spec.device}: {w}" for w in m.warnings]
-        if r.environment.get("caveat"):
-            notes.append(f"{r.spec.device}: {r.environment['caveat']}")
-        notes.append(
-            f"{r.spec.device}: peak memory is the {r.peak_memory_meaning}; "
-            f"first (warm-up) it took {', '.join(format_seconds(w) for w in m.warmup)}"
-        )
-    return _render(table, [_legend(results)] + notes, width)
-
-
-def _title(results: Sequence[Result]) -> str:
-    names = sorted({r.spec.workload for r in results})
-    return f"accelbench: {', '.join(names)} (train)"
+        for note in [
+            *m.warnings,
+            r.environment.get("caveat", ""),
+            f"peak memory is the {r.peak_memory_meaning}",
+        ]:
+            if note:
+                notes.setdefault(note, []).append(who if note in m.warnings else r.spec.device)
+    lines = [_legend(results)]
+    for note, whos in notes.items():
+        unique = list(dict.fromkeys(whos))
+        lines.append(f"{'all' if len(whos) == len(results) else '; '.join(unique)}: {note}")
+    return _render(table, lines, width)
 
 
 def _legend(results: Sequence[Result]) -> str:
-    r = next((r for r in results if r.measurement), None)
-    if r is None or r.measurement is None:
+    if not any(r.measurement for r in results):
         return ""
     return (
-        f"it = {r.spec.steps_per_block} training step(s) on a batch of {r.spec.batch_size}; "
-        f"median of {len(r.measurement.samples)} timed its after {len(r.measurement.warmup)} "
-        "warm-up, the device synchronized at each boundary; IQR and a distribution-free 95% CI "
-        "of the median; step time = median it time / steps per it; vs CPU = ratio of medians."
+        "it = the workload's steps per it on one fixed batch; it/s is the median over timed its "
+        "(warm-up excluded), the device synchronized at each it's boundaries; IQR and a "
+        "distribution-free 95% CI of the median; step time = median it time / steps per it; "
+        "first it = the first warm-up it (compilation, autotuning); vs CPU = ratio of medians "
+        "against the same configuration on the CPU."
     )
 
 
@@ -153,6 +164,7 @@ def results_table(results: Sequence[Result], width: int = 120) -> str:
             r.spec.workload,
             r.spec.device,
             r.environment.get("device_model", ""),
+            r.spec.label,
             _num(m.rate.median) if m else "—",
             _ci(m.rate) if m else "—",
             _num(m.rate.median * r.samples_per_block) if m else "—",

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from .stats import Measurement
 
-__all__ = ["Result", "RunSpec", "STATUSES"]
+__all__ = ["MODES", "PRECISIONS", "Result", "RunSpec", "STATUSES", "utc_now"]
 
-STATUSES = ("ok", "oom", "error")
+MODES = ("train", "infer")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+STATUSES = ("ok", "oom", "error", "timeout", "unsupported")
+
+
+def utc_now() -> str:
+    """The time a result was made, as stored: ISO 8601, UTC, to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)
@@ -22,12 +30,36 @@ class RunSpec:
     steps_per_block: int
     mode: str = "train"
     precision: str = "fp32"
+    channels_last: bool = False
+    compile: str = ""  # "" for eager, else a torch.compile mode such as "default"
+    cuda_graphs: bool = False
+    threads: int = 0  # CPU threads for PyTorch; 0 leaves PyTorch's default
     backend: str = "torch"
+
+    @property
+    def label(self) -> str:
+        """A short human name for the configuration, e.g. 'train bf16 b256 cl compile'."""
+        parts = [self.mode, self.precision, f"b{self.batch_size}"]
+        if self.channels_last:
+            parts.append("channels_last")
+        if self.compile:
+            parts.append("compile" if self.compile == "default" else f"compile:{self.compile}")
+        if self.cuda_graphs:
+            parts.append("cuda_graphs")
+        if self.threads:
+            parts.append(f"{self.threads} threads")
+        if self.backend != "torch":
+            parts.append(self.backend)
+        return " ".join(parts)
 
 
 @dataclass(frozen=True)
 class Result:
-    """One configuration's outcome. A failure keeps its status and message and no samples."""
+    """One configuration's outcome. A failure keeps its status and message and no samples.
+
+    `metrics` holds figures derived in the worker beyond timing (set-up time, FLOPs, power...),
+    each under a documented key, so new ones need no schema change.
+    """
 
     spec: RunSpec
     status: str
@@ -36,23 +68,33 @@ class Result:
     peak_memory: int | None = None
     peak_memory_meaning: str = ""
     environment: dict[str, str] = field(default_factory=dict)
-    created_at: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    created_at: str = field(default_factory=utc_now)
+    sweep: str = ""  # the id of the sweep that produced it, for --resume
     id: int | None = None  # set once stored
 
     @property
     def samples_per_block(self) -> int:
         return self.spec.batch_size * self.spec.steps_per_block
 
+    @property
+    def samples_per_second(self) -> float | None:
+        m = self.measurement
+        return None if m is None else m.rate.median * self.samples_per_block
+
     def to_dict(self) -> dict[str, Any]:
         """Everything, raw samples included, in plain JSON types."""
         out: dict[str, Any] = {
             "id": self.id,
             "created_at": self.created_at,
+            "sweep": self.sweep,
             "spec": asdict(self.spec),
+            "label": self.spec.label,
             "status": self.status,
             "error": self.error,
             "peak_memory_bytes": self.peak_memory,
             "peak_memory_meaning": self.peak_memory_meaning,
+            "metrics": self.metrics,
             "environment": self.environment,
         }
         m = self.measurement
@@ -61,7 +103,7 @@ class Result:
             out["warmup_s"] = list(m.warmup)
             out["block_time_s"] = m.time.to_dict()
             out["it_per_s"] = m.rate.to_dict()
-            out["samples_per_s_median"] = m.rate.median * self.samples_per_block
+            out["samples_per_s_median"] = self.samples_per_second
             out["step_time_s_median"] = m.time.median / self.spec.steps_per_block
             out["warnings"] = m.warnings
         return out

@@ -1,80 +1,93 @@
-"""Run a workload on devices, one configuration at a time, turning failures into results."""
+"""Run one configuration in this process, turning failures into results."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime, timezone
 
 import torch
 
+from .build import block_function, build
 from .devices import Device
 from .env import fingerprint
-from .measure import measure
+from .measure import StopRule, measure
 from .results import Result, RunSpec
+from .steps import unsupported_reason
 from .workloads import Workload
 
-__all__ = ["run_one", "run_sweep"]
-
-OnBlock = Callable[[Device, int, float], None]
+__all__ = ["make_spec", "one_line", "run_config", "run_one"]
 
 
-def run_one(
+def make_spec(workload: Workload, device: Device, **options: object) -> RunSpec:
+    """A RunSpec with the workload's defaults; `options` override any RunSpec field."""
+    fields: dict[str, object] = {
+        "workload": workload.name,
+        "device": device.name,
+        "batch_size": workload.batch_size,
+        "steps_per_block": workload.steps_per_block,
+    }
+    fields.update({k: v for k, v in options.items() if v is not None})
+    return RunSpec(**fields)  # type: ignore[arg-type]
+
+
+def run_config(
+    spec: RunSpec,
     workload: Workload,
     device: Device,
-    blocks: int,
-    warmup: int = 1,
-    on_block: OnBlock | None = None,
+    stop: StopRule,
+    on_block: Callable[[int, float], None] | None = None,
 ) -> Result:
-    """Measure `workload` training on `device`. An OOM or a crash becomes a failed Result."""
-    spec = RunSpec(
-        workload=workload.name,
-        device=device.name,
-        batch_size=workload.batch_size,
-        steps_per_block=workload.steps_per_block,
-    )
+    """Measure one configuration. Unsupported, OOM or a crash come back as a failed Result."""
     base = Result(
         spec=spec,
         status="error",
         environment=fingerprint(device),
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
-    report = None if on_block is None else (lambda i, s: on_block(device, i, s))
+    reason = unsupported_reason(spec, device, workload)
+    if reason:
+        return replace(base, status="unsupported", error=reason)
     try:
         with device.context():
             device.reset_peak_memory()  # before building, so weights and data count
-            run_block = workload.prepare(device.torch_device)
-            measurement = measure(run_block, device.timer, blocks, warmup, report)
+            started = time.perf_counter()
+            prep = build(spec, workload, device)
+            device.synchronize()
+            setup = time.perf_counter() - started
+            measurement = measure(block_function(prep), device.timer, stop, on_block)
             memory = device.peak_memory()
     except torch.cuda.OutOfMemoryError as exc:
-        return replace(base, status="oom", error=_one_line(exc))
+        return replace(base, status="oom", error=one_line(exc))
     except Exception as exc:  # a failure is data: the sweep goes on
-        return replace(base, error=_one_line(exc))
+        return replace(base, error=one_line(exc))
     return replace(
         base,
         status="ok",
         measurement=measurement,
         peak_memory=memory.bytes,
         peak_memory_meaning=memory.meaning,
+        metrics={"setup_s": setup},
     )
 
 
-def run_sweep(
+def run_one(
     workload: Workload,
-    devices: Iterable[Device],
-    blocks: int,
+    device: Device,
+    blocks: int | None = None,
     warmup: int = 1,
-    on_block: OnBlock | None = None,
-    on_result: Callable[[Result], Result] | None = None,
-) -> list[Result]:
-    """Run on each device in turn; `on_result` (e.g. storing) sees each result as it lands."""
-    results = []
-    for device in devices:
-        result = run_one(workload, device, blocks, warmup, on_block)
-        results.append(on_result(result) if on_result else result)
-    return results
+    on_block: Callable[[int, float], None] | None = None,
+    **options: object,
+) -> Result:
+    """Measure `workload` on `device` in this process (the Python API's simplest entry).
+
+    `blocks` fixes the number of timed blocks; None uses the workload's default or, failing
+    that, the adaptive stop rule. `options` set RunSpec fields (mode, precision, batch_size...).
+    """
+    stop = StopRule(blocks=blocks or workload.default_blocks, warmup=warmup)
+    return run_config(make_spec(workload, device, **options), workload, device, stop, on_block)
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")

@@ -13,6 +13,7 @@ import sqlite3
 from dataclasses import fields, replace
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from .errors import StoreError
 from .results import Result, RunSpec
@@ -21,20 +22,24 @@ from .stats import Measurement
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Store", "default_db_path"]
 
 APPLICATION_ID = 0x41636342  # "AccB"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SPEC_COLUMNS = [f.name for f in fields(RunSpec)]
+_BOOL_COLUMNS = {"channels_last", "cuda_graphs"}
 
-_SCHEMA = f"""
+# A new database is created at version 1 and migrated forward like any old one, so every
+# migration is exercised on every new database.
+_SCHEMA_V1 = """
 CREATE TABLE results (
     id INTEGER PRIMARY KEY,
     created_at TEXT NOT NULL,
-    {
-    ", ".join(
-        f"{name} {'INTEGER' if f.type == 'int' else 'TEXT'} NOT NULL"
-        for name, f in zip(_SPEC_COLUMNS, fields(RunSpec), strict=True)
-    )
-},
+    workload TEXT NOT NULL,
+    device TEXT NOT NULL,
+    batch_size INTEGER NOT NULL,
+    steps_per_block INTEGER NOT NULL,
+    mode TEXT NOT NULL,
+    precision TEXT NOT NULL,
+    backend TEXT NOT NULL,
     status TEXT NOT NULL,
     error TEXT NOT NULL,
     samples TEXT NOT NULL,      -- JSON list: seconds per timed block
@@ -44,9 +49,20 @@ CREATE TABLE results (
     environment TEXT NOT NULL   -- JSON object: the fingerprint
 );
 CREATE INDEX results_workload ON results (workload, device);
-PRAGMA application_id = {APPLICATION_ID};
-PRAGMA user_version = {SCHEMA_VERSION};
 """
+
+_MIGRATIONS: dict[int, str] = {
+    # 2: the benchmark matrix's options, derived metrics, and the sweep a result belongs to
+    2: """
+ALTER TABLE results ADD COLUMN channels_last INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN compile TEXT NOT NULL DEFAULT '';
+ALTER TABLE results ADD COLUMN cuda_graphs INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN threads INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN metrics TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE results ADD COLUMN sweep TEXT NOT NULL DEFAULT '';
+CREATE INDEX results_sweep ON results (sweep);
+""",
+}
 
 
 def default_db_path() -> Path:
@@ -91,6 +107,8 @@ class Store:
             "peak_memory": result.peak_memory,
             "peak_memory_meaning": result.peak_memory_meaning,
             "environment": json.dumps(result.environment, sort_keys=True),
+            "metrics": json.dumps(result.metrics, sort_keys=True),
+            "sweep": result.sweep,
         }
         sql = (
             f"INSERT INTO results ({', '.join(row)}) "
@@ -120,19 +138,39 @@ class Store:
             raise StoreError(f"cannot read {self.path}: {exc}") from None
         return [_to_result(row) for row in rows]
 
+    def done_specs(self, sweep: str) -> set[RunSpec]:
+        """The configurations of sweep `sweep` already stored, whatever their status."""
+        columns = ", ".join(_SPEC_COLUMNS)
+        try:
+            rows = self._conn.execute(
+                f"SELECT {columns} FROM results WHERE sweep = ?", (sweep,)
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        return {_spec(row) for row in rows}
+
+
+def _spec(row: sqlite3.Row) -> RunSpec:
+    values: dict[str, Any] = {n: row[n] for n in _SPEC_COLUMNS}
+    for name in _BOOL_COLUMNS:  # SQLite has no booleans
+        values[name] = bool(values[name])
+    return RunSpec(**values)
+
 
 def _to_result(row: sqlite3.Row) -> Result:
     samples = tuple(json.loads(row["samples"]))
     return Result(
         id=row["id"],
         created_at=row["created_at"],
-        spec=RunSpec(**{name: row[name] for name in _SPEC_COLUMNS}),
+        spec=_spec(row),
         status=row["status"],
         error=row["error"],
         measurement=Measurement(samples, tuple(json.loads(row["warmup"]))) if samples else None,
         peak_memory=row["peak_memory"],
         peak_memory_meaning=row["peak_memory_meaning"],
         environment=json.loads(row["environment"]),
+        metrics=json.loads(row["metrics"]),
+        sweep=row["sweep"],
     )
 
 
@@ -148,7 +186,12 @@ def _open(path: Path) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open {path} as the results database: {exc}") from None
     if app_id == 0 and not tables:
-        _create(conn, path)
+        _run_script(
+            conn,
+            path,
+            f"{_SCHEMA_V1} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 1;",
+        )
+        version = 1
     elif app_id != APPLICATION_ID:
         conn.close()
         held = ", ".join(tables) or "no tables"
@@ -161,6 +204,8 @@ def _open(path: Path) -> sqlite3.Connection:
             f"{path} was written by a newer accelbench (schema {version}; this one "
             f"reads up to {SCHEMA_VERSION}); upgrade accelbench"
         )
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        _run_script(conn, path, f"{_MIGRATIONS[target]} PRAGMA user_version = {target};")
     return conn
 
 
@@ -182,9 +227,11 @@ def _check_file(path: Path) -> None:
         )
 
 
-def _create(conn: sqlite3.Connection, path: Path) -> None:
+def _run_script(conn: sqlite3.Connection, path: Path, script: str) -> None:
+    """Run DDL in one transaction: a migration applies whole or not at all."""
     try:
-        conn.executescript(f"BEGIN; {_SCHEMA} COMMIT;")
+        conn.executescript(f"BEGIN; {script} COMMIT;")
     except sqlite3.Error as exc:
+        conn.rollback()
         conn.close()
-        raise StoreError(f"cannot create the results database at {path}: {exc}") from None
+        raise StoreError(f"cannot set up the results database at {path}: {exc}") from None

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import fnmatch
+from dataclasses import dataclass
 
 from ..errors import WorkloadError
 from .base import Batch, Workload
 
-__all__ = ["Batch", "Workload", "get_workload", "list_workloads", "register"]
+__all__ = [
+    "Batch",
+    "Workload",
+    "WorkloadRef",
+    "get_workload",
+    "list_workloads",
+    "load_workload",
+    "register",
+]
 
 _REGISTRY: dict[str, Workload] = {}
 
@@ -23,7 +32,7 @@ def register(cls: type[Workload]) -> type[Workload]:
 
 
 def _load_builtins() -> None:
-    from . import seed  # noqa: F401  (registers on import)
+    from . import seed, zoo  # noqa: F401  (they register on import)
 
 
 def list_workloads(pattern: str = "*") -> list[Workload]:
@@ -39,3 +48,25 @@ def get_workload(name: str) -> Workload:
     except KeyError:
         valid = ", ".join(sorted(_REGISTRY))
         raise WorkloadError(f"unknown workload {name!r}; valid: {valid}") from None
+
+
+@dataclass(frozen=True)
+class WorkloadRef:
+    """How to find a workload again in another process: a registered name, or a custom model
+    reference (FILE.py:factory or package.module:factory) with its options."""
+
+    name: str
+    options: object = None  # a workloads.custom.ModelOptions for a custom nn.Module
+
+    @property
+    def custom(self) -> bool:
+        return ":" in self.name
+
+
+def load_workload(ref: WorkloadRef) -> Workload:
+    if not ref.custom:
+        return get_workload(ref.name)
+    from .custom import ModelOptions, load_custom
+
+    options = ref.options if isinstance(ref.options, ModelOptions) else ModelOptions()
+    return load_custom(ref.name, options)

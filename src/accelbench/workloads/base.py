@@ -1,12 +1,16 @@
-"""What a workload is: a model, its data, its loss and optimizer, and one training step."""
+"""What a workload is: a model, its data, its loss and optimizer.
+
+How a workload is turned into a timed step (train or infer, with a precision, compiled or
+captured) is the job of `accelbench.build`; a workload only says what its parts are.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 __all__ = ["Batch", "Workload"]
@@ -17,49 +21,42 @@ Batch = tuple[torch.Tensor, torch.Tensor]  # inputs, targets
 class Workload(ABC):
     """A benchmark workload. Subclasses set the class attributes and build the parts.
 
-    One timed block ("it", seed 000's unit) is `steps_per_block` training steps on the same
-    batch, as in the seed, which trains on one fixed random batch.
+    One timed block ("it", seed 000's unit) is `steps_per_block` steps on the same batch, as in
+    the seed, which trains on one fixed random batch. `default_blocks` fixes how many blocks are
+    timed when the user does not say; None lets the stop rule decide (see accelbench.measure).
     """
 
     name: str = ""
     description: str = ""
-    batch_size: int = 1
+    batch_size: int = 1  # the default; a run may choose another
     steps_per_block: int = 1
-    default_blocks: int = 100
+    default_blocks: int | None = None
     input_shape: tuple[int, ...] = ()  # per sample, without the batch dimension
+    num_classes: int | None = None  # set for classifiers: enables top-1 style checks later
+    sample_unit: str = "samples"
 
     @abstractmethod
     def build_model(self) -> nn.Module: ...
 
     @abstractmethod
-    def make_batch(self, generator: torch.Generator) -> Batch:
+    def make_batch(self, generator: torch.Generator, batch_size: int) -> Batch:
         """A batch on the CPU, drawn from `generator` so every device sees the same data."""
 
-    @abstractmethod
-    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor: ...
+    def forward(self, model: nn.Module, inputs: torch.Tensor) -> torch.Tensor:
+        """The model's output as one tensor (Hugging Face models wrap theirs)."""
+        out: torch.Tensor = model(inputs)
+        return out
 
-    @abstractmethod
-    def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer: ...
+    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(outputs, targets)
 
-    def train_step(self, model: nn.Module, optimizer: torch.optim.Optimizer, batch: Batch) -> None:
-        """Forward, loss, backward, optimizer step. Nothing here may wait for the device."""
-        inputs, targets = batch
-        optimizer.zero_grad()
-        self.loss(model(inputs), targets).backward()
-        optimizer.step()
+    def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
-    def prepare(self, device: torch.device, seed: int = 0) -> Callable[[], None]:
-        """Build everything on `device` and return a function that runs one timed block."""
-        torch.manual_seed(seed)  # the same weights on every device
-        model = self.build_model().to(device).train()
-        optimizer = self.make_optimizer(model)
-        batch = tuple(t.to(device) for t in self.make_batch(torch.Generator().manual_seed(seed)))
-
-        def run_block() -> None:
-            for _ in range(self.steps_per_block):
-                self.train_step(model, optimizer, batch)  # type: ignore[arg-type]
-
-        return run_block
+    @property
+    def images(self) -> bool:
+        """Whether inputs are NCHW images (so channels_last applies)."""
+        return len(self.input_shape) == 3
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -67,6 +64,16 @@ class Workload(ABC):
             "description": self.description,
             "batch_size": self.batch_size,
             "input_shape": list(self.input_shape),
+            "num_classes": self.num_classes,
             "steps_per_block": self.steps_per_block,
             "default_blocks": self.default_blocks,
         }
+
+
+def random_images(
+    generator: torch.Generator, batch_size: int, shape: tuple[int, ...], classes: int
+) -> Batch:
+    """Standard-normal images and uniform class labels."""
+    inputs = torch.randn(batch_size, *shape, generator=generator)
+    labels = torch.randint(0, classes, (batch_size,), generator=generator)
+    return inputs, labels

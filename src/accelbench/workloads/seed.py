@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import register
-from .base import Batch, Workload
+from .base import Batch, Workload, random_images
 
 
 class SimpleCNN(nn.Module):
@@ -37,20 +37,16 @@ class SeedCNN(Workload):
     description = "seed 000's SimpleCNN: 64x3x64x64 random batch, 10 classes, SGD; it = 20 steps"
     batch_size = 64
     steps_per_block = 20
-    default_blocks = 100
+    default_blocks = 100  # the seed's tqdm(range(100))
     input_shape = (3, 64, 64)
     num_classes = 10
+    sample_unit = "img"
 
     def build_model(self) -> nn.Module:
         return SimpleCNN()
 
-    def make_batch(self, generator: torch.Generator) -> Batch:
-        inputs = torch.randn(self.batch_size, *self.input_shape, generator=generator)
-        labels = torch.randint(0, self.num_classes, (self.batch_size,), generator=generator)
-        return inputs, labels
-
-    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        return F.cross_entropy(outputs, targets)
+    def make_batch(self, generator: torch.Generator, batch_size: int) -> Batch:
+        return random_images(generator, batch_size, self.input_shape, 10)
 
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         return torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
@@ -62,15 +58,15 @@ class SeedMLP(Workload):
     description = "seed 002's Linear(10, 1) on 100 samples, MSE loss, SGD; it = 1 step"
     batch_size = 100
     steps_per_block = 1
-    default_blocks = 100
+    default_blocks = 100  # the seed's range(100)
     input_shape = (10,)
 
     def build_model(self) -> nn.Module:
         return nn.Linear(10, 1)
 
-    def make_batch(self, generator: torch.Generator) -> Batch:
-        data = torch.randn(self.batch_size, *self.input_shape, generator=generator)
-        target = torch.randn(self.batch_size, 1, generator=generator)
+    def make_batch(self, generator: torch.Generator, batch_size: int) -> Batch:
+        data = torch.randn(batch_size, *self.input_shape, generator=generator)
+        target = torch.randn(batch_size, 1, generator=generator)
         return data, target
 
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

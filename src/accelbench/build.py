@@ -1,0 +1,84 @@
+"""Turn a RunSpec into something to time: the model on its device, the optimization steps
+applied, and a function that runs one block of train or infer steps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .devices import Device
+from .results import RunSpec
+from .steps import Prepared, active_steps
+from .workloads import Workload
+
+__all__ = ["build", "block_function"]
+
+
+def build(spec: RunSpec, workload: Workload, device: Device, seed: int = 0) -> Prepared:
+    """Everything on `device`, with `spec`'s steps applied. Same seed, same weights and data."""
+    torch.manual_seed(seed)
+    model = workload.build_model()
+    batch = workload.make_batch(torch.Generator().manual_seed(seed), spec.batch_size)
+    target = device.torch_device
+    model = model.to(target).train(spec.mode == "train")
+    prep = Prepared(
+        spec=spec,
+        workload=workload,
+        device=device,
+        model=model,
+        batch=(batch[0].to(target), batch[1].to(target)),
+    )
+    steps = active_steps(spec)
+    for step in steps:
+        step.apply_model(prep)
+    if spec.mode == "train":
+        prep.optimizer = workload.make_optimizer(prep.model)
+        prep.step = _train_step(prep)
+    else:
+        prep.step = _infer_step(prep)
+    for step in steps:
+        step.apply_step(prep)
+    return prep
+
+
+def block_function(prep: Prepared) -> Callable[[], None]:
+    """One timed block: `steps_per_block` steps back to back, nothing waiting on the device."""
+    step, count = prep.step, prep.spec.steps_per_block
+
+    def run_block() -> None:
+        for _ in range(count):
+            step()
+
+    return run_block
+
+
+def _train_step(prep: Prepared) -> Callable[[], None]:
+    model, workload, optimizer, scaler = prep.model, prep.workload, prep.optimizer, prep.scaler
+    inputs, targets = prep.batch
+    assert optimizer is not None
+
+    def train_step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        with prep.autocast():
+            loss = workload.loss(workload.forward(model, inputs), targets)
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+
+    return train_step
+
+
+def _infer_step(prep: Prepared) -> Callable[[], None]:
+    model, workload = prep.model, prep.workload
+    inputs = prep.batch[0]
+
+    def infer_step() -> None:
+        with torch.inference_mode(), prep.autocast():
+            workload.forward(model, inputs)
+
+    return infer_step

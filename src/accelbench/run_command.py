@@ -1,0 +1,106 @@
+"""`accelbench run`: from parsed options to a checked plan, then to stored results.
+
+Planning loads every workload and resolves every device first, so a bad name, a custom model
+that does not import or rejects its input shape, or an unavailable device fails in one line
+before anything is measured or stored.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from .devices import Device, resolve_devices
+from .env import fingerprint
+from .errors import UsageError
+from .results import Result
+from .steps import unsupported_reason
+from .store import Store
+from .sweep import Config, Sweep, run_configs
+from .track import progress_bar
+from .worker import run_isolated
+from .workloads import Workload, WorkloadRef, load_workload
+
+__all__ = ["Plan", "plan", "run_plan"]
+
+DEFAULT_WORKLOAD = "seed-cnn"
+
+
+@dataclass(frozen=True)
+class Plan:
+    sweep: Sweep
+    configs: Sequence[Config]
+    workloads: dict[WorkloadRef, Workload]
+    devices: dict[str, Device]
+    timeout: float
+
+
+def plan(args: argparse.Namespace) -> Plan:
+    refs = [WorkloadRef(name) for name in args.workloads]
+    if args.model:
+        refs.append(WorkloadRef(args.model, _model_options(args)))
+    elif args.input_shape or args.num_classes or args.vocab_size:
+        raise UsageError("--input-shape, --num-classes and --vocab-size describe a --model")
+    refs = refs or [WorkloadRef(DEFAULT_WORKLOAD)]
+    workloads = {ref: load_workload(ref) for ref in refs}
+    devices = resolve_devices(args.devices)
+    sweep = Sweep(
+        workloads=tuple(refs),
+        devices=tuple(d.name for d in devices),
+        modes=args.modes,
+        precisions=args.precisions,
+        batch_sizes=args.batch_sizes,
+        channels_last=args.memory_formats,
+        compile=tuple("" if mode == "off" else mode for mode in args.compile),
+        cuda_graphs=args.cuda_graphs,
+        threads=args.threads,
+        blocks=args.epochs,
+        max_time=args.max_time,
+        warmup=args.warmup,
+    )
+    configs = sweep.configs([workloads[r] for r in refs], devices)
+    return Plan(sweep, configs, workloads, {d.name: d for d in devices}, args.timeout)
+
+
+def _model_options(args: argparse.Namespace) -> object:
+    from .workloads.custom import ModelOptions, parse_shape
+
+    return ModelOptions(
+        input_shape=parse_shape(args.input_shape) if args.input_shape else None,
+        num_classes=args.num_classes,
+        vocab_size=args.vocab_size,
+        loss=args.loss,
+    )
+
+
+def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False) -> list[Result]:
+    """Run every configuration not already stored (with --resume), saving each as it lands."""
+    done = store.done_specs(plan.sweep.id) if resume else set()
+    todo = [c for c in plan.configs if c.spec not in done]
+    with progress_bar(disable=quiet) as bar:
+        overall = bar.add_task("configurations", total=len(todo))
+
+        def run(config: Config) -> Result:
+            spec = config.spec
+            total = config.stop.warmup + config.stop.blocks if config.stop.blocks else None
+            task = bar.add_task(f"{spec.workload} on {spec.device}: {spec.label}", total=total)
+            result = _run_one(plan, config, on_block=lambda i, s: bar.advance(task))
+            bar.remove_task(task)
+            bar.advance(overall)
+            return result
+
+        return run_configs(todo, run, plan.sweep.id, on_result=store.save)
+
+
+def _run_one(plan: Plan, config: Config, on_block: Callable[[int, float], None]) -> Result:
+    """Unsupported configurations are settled here; the rest run in their own process."""
+    device = plan.devices[config.spec.device]
+    reason = unsupported_reason(config.spec, device, plan.workloads[config.ref])
+    if reason:
+        result = Result(spec=config.spec, status="unsupported", error=reason)
+    else:
+        result = run_isolated(config.spec, config.ref, config.stop, plan.timeout, on_block)
+    if not result.environment:  # the worker died before it could describe its machine
+        result = replace(result, environment=fingerprint(device))
+    return result

@@ -1,0 +1,19 @@
+"""Optimization steps: one small object per lever, applied in registration order.
+
+Each step says whether a RunSpec asks for it, why a device, mode or workload cannot take it
+(stored as an "unsupported" result, never silently dropped), and how to apply it: to the model
+before the step function is built, or to the step function itself.
+"""
+
+from __future__ import annotations
+
+from .base import Prepared, Step, active_steps, register, unsupported_reason
+
+__all__ = ["Prepared", "Step", "active_steps", "register", "unsupported_reason"]
+
+
+def _load() -> None:
+    from . import compile, graphs, layout, precision, threads  # noqa: F401  (they register)
+
+
+_load()

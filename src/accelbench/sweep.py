@@ -1,0 +1,107 @@
+"""Sweeps: list-valued options multiply into configurations, each run and stored in turn."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+
+from .devices import Device
+from .measure import StopRule
+from .results import Result, RunSpec
+from .runner import make_spec
+from .workloads import Workload, WorkloadRef
+
+__all__ = ["Sweep", "Config"]
+
+DEFAULT_MAX_TIME = 20.0  # seconds of timed blocks per configuration, for the adaptive rule
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration of a sweep: what to run, how to find its workload, when to stop."""
+
+    spec: RunSpec
+    ref: WorkloadRef
+    stop: StopRule
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The cross product of the options given. None in batch_sizes means the workload's own."""
+
+    workloads: tuple[WorkloadRef, ...]
+    devices: tuple[str, ...]
+    modes: tuple[str, ...] = ("train",)
+    precisions: tuple[str, ...] = ("fp32",)
+    batch_sizes: tuple[int | None, ...] = (None,)
+    channels_last: tuple[bool, ...] = (False,)
+    compile: tuple[str, ...] = ("",)
+    cuda_graphs: tuple[bool, ...] = (False,)
+    threads: tuple[int, ...] = (0,)
+    blocks: int | None = None  # fixed count; else the workload's default or the adaptive rule
+    max_time: float | None = None
+    warmup: int = 1
+
+    @property
+    def id(self) -> str:
+        """Same options, same id: how --resume recognizes an interrupted sweep."""
+        text = json.dumps(asdict(self), sort_keys=True, default=str)
+        return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+    def stop_rule(self, workload: Workload) -> StopRule:
+        blocks = self.blocks
+        if blocks is None and self.max_time is None:
+            blocks = workload.default_blocks
+        return StopRule(
+            blocks=blocks, max_time=self.max_time or DEFAULT_MAX_TIME, warmup=self.warmup
+        )
+
+    def configs(self, workloads: Sequence[Workload], devices: Sequence[Device]) -> list[Config]:
+        """Every configuration, in a stable order (workload, device, then the options)."""
+        out = []
+        options = itertools.product(
+            self.modes,
+            self.precisions,
+            self.batch_sizes,
+            self.channels_last,
+            self.compile,
+            self.cuda_graphs,
+            self.threads,
+        )
+        combos = list(options)
+        for ref, workload in zip(self.workloads, workloads, strict=True):
+            for device in devices:
+                for mode, precision, batch, layout, compile_mode, graphs, threads in combos:
+                    spec = make_spec(
+                        workload,
+                        device,
+                        mode=mode,
+                        precision=precision,
+                        batch_size=batch,
+                        channels_last=layout,
+                        compile=compile_mode,
+                        cuda_graphs=graphs,
+                        threads=threads,
+                    )
+                    out.append(Config(spec, ref, self.stop_rule(workload)))
+        return out
+
+
+def run_configs(
+    configs: Sequence[Config],
+    run: Callable[[Config], Result],
+    sweep_id: str,
+    on_result: Callable[[Result], Result] | None = None,
+    done: set[RunSpec] | frozenset[RunSpec] = frozenset(),
+) -> list[Result]:
+    """Run each configuration not in `done`, tag it with the sweep, hand it to `on_result`."""
+    results = []
+    for config in configs:
+        if config.spec in done:
+            continue
+        result = replace(run(config), sweep=sweep_id)
+        results.append(on_result(result) if on_result else result)
+    return results

@@ -1,0 +1,123 @@
+"""Run one configuration in its own spawned process, with a time limit.
+
+Isolation is what lets a sweep survive its configurations: an OOM that poisons the CUDA
+context, a segfault in a kernel, a hang in a compiler, or global switches (TF32, thread counts)
+end with that process. The worker streams block timings back for the progress bar and sends
+its Result at the end; the parent turns silence past the deadline into a "timeout" result and
+an early death into an "error" result, and never leaves the process behind.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from multiprocessing.connection import Connection
+from typing import Any
+
+from .measure import StopRule
+from .results import Result, RunSpec
+from .workloads import WorkloadRef
+
+__all__ = ["run_isolated"]
+
+
+def run_isolated(
+    spec: RunSpec,
+    ref: WorkloadRef,
+    stop: StopRule,
+    timeout: float,
+    on_block: Callable[[int, float], None] | None = None,
+) -> Result:
+    """Run `spec` in a fresh process; give up after `timeout` seconds."""
+    context = multiprocessing.get_context("spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_worker, args=(sender, spec, ref, stop), daemon=True)
+    process.start()
+    sender.close()  # so the parent sees EOF when the child dies
+    failed = Result(
+        spec=spec,
+        status="error",
+    )
+    result: Result | str | None = "interrupted"
+    try:
+        result = _wait(receiver, process, time.monotonic() + timeout, on_block)
+    finally:
+        # A worker that sent its result is exiting: let it. Any other is stopped now.
+        _end(process, grace=10 if isinstance(result, Result) else 0)
+    if result == "timeout":
+        return replace(
+            failed,
+            status="timeout",
+            error=f"no result within --timeout {timeout:g} s; the worker was stopped",
+        )
+    if result is None:
+        return replace(failed, error=f"the worker process died ({_exit_reason(process.exitcode)})")
+    assert isinstance(result, Result)
+    return result
+
+
+def _wait(
+    receiver: Connection,
+    process: Any,
+    deadline: float,
+    on_block: Callable[[int, float], None] | None,
+) -> Result | str | None:
+    """The worker's Result, "timeout", or None when it died without one."""
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return "timeout"
+        if not receiver.poll(min(remaining, 0.5)):
+            if not process.is_alive() and not receiver.poll():
+                return None
+            continue
+        try:
+            message = receiver.recv()
+        except EOFError:
+            return None
+        if message[0] == "block" and on_block is not None:
+            on_block(message[1], message[2])
+        elif message[0] == "result":
+            return message[1]
+
+
+def _end(process: Any, grace: float) -> None:
+    process.join(timeout=grace)
+    if process.is_alive():
+        process.terminate()
+        process.join(timeout=5)
+    if process.is_alive():
+        process.kill()
+        process.join()
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _worker(sender: Connection, spec: RunSpec, ref: WorkloadRef, stop: StopRule) -> None:
+    """The child: find the workload and device again, run, send the Result."""
+    from .devices import resolve_devices
+    from .runner import one_line, run_config
+    from .workloads import load_workload
+
+    try:
+        workload = load_workload(ref)
+        device = resolve_devices(spec.device)[0]
+        result = run_config(
+            spec, workload, device, stop, on_block=lambda i, s: sender.send(("block", i, s))
+        )
+    except Exception as exc:  # even loading failed: still a result, never a lost config
+        result = Result(spec=spec, status="error", error=one_line(exc))
+    sender.send(("result", result))
+    sender.close()

@@ -1,0 +1,172 @@
+"""Your own model: `--model path/to/file.py:factory` or `--model package.module:factory`.
+
+The factory returns either a Workload (used as it is) or an nn.Module, which accelbench wraps
+from `ModelOptions`: the input shape per sample (floats, or integer tokens when a vocabulary
+size is given), and a classification head size or a regression loss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..errors import WorkloadError
+from .base import Batch, Workload
+
+__all__ = ["ModelOptions", "load_custom", "parse_shape"]
+
+LOSSES = ("cross-entropy", "mse")
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """How to feed and train a bare nn.Module."""
+
+    input_shape: tuple[int, ...] | None = None
+    num_classes: int | None = None
+    vocab_size: int | None = None  # when set, inputs are integer tokens in [0, vocab_size)
+    loss: str = "cross-entropy"
+    batch_size: int = 32
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """'3x224x224' -> (3, 224, 224)."""
+    try:
+        shape = tuple(int(part) for part in text.lower().split("x"))
+    except ValueError:
+        shape = ()
+    if not shape or any(n < 1 for n in shape):
+        raise WorkloadError(f"bad --input-shape {text!r}; write it like 3x224x224 or 128")
+    return shape
+
+
+def load_custom(ref: str, options: ModelOptions) -> Workload:
+    """The workload for `ref`, checked: it imports, and the model takes the inputs."""
+    factory = _load_factory(ref)
+    try:
+        made = factory()
+    except Exception as exc:
+        raise WorkloadError(f"{ref}() failed: {type(exc).__name__}: {exc}") from None
+    if isinstance(made, Workload):
+        made.name = made.name or ref
+        return made
+    if isinstance(made, nn.Module):
+        workload = ModuleWorkload(ref, factory, options)
+        workload.check(made)
+        return workload
+    raise WorkloadError(
+        f"{ref} returned a {type(made).__name__}; it must return an accelbench Workload "
+        "or a torch.nn.Module"
+    )
+
+
+def _load_factory(ref: str) -> Callable[[], Any]:
+    where, sep, attr = ref.rpartition(":")
+    if not sep or not where or not attr:
+        raise WorkloadError(f"--model wants FILE.py:factory or package.module:factory, got {ref!r}")
+    module = _import_file(where) if where.endswith(".py") else _import_module(where)
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        defined = ", ".join(n for n in dir(module) if callable(getattr(module, n)) and n[0] != "_")
+        raise WorkloadError(
+            f"{where} has no factory {attr!r} (callables there: {defined or 'none'})"
+        )
+    return factory
+
+
+def _import_file(path_text: str) -> Any:
+    path = Path(path_text)
+    if not path.is_file():
+        raise WorkloadError(f"cannot import {path_text}: no such file")
+    # A stable, unique module name per file, so two models named model.py do not collide.
+    name = "accelbench_user_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise WorkloadError(f"cannot import {path_text}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise WorkloadError(f"cannot import {path_text}: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def _import_module(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:
+        raise WorkloadError(f"cannot import {name}: {type(exc).__name__}: {exc}") from None
+
+
+class ModuleWorkload(Workload):
+    """A bare nn.Module from a factory, fed random inputs of the shape the user gave."""
+
+    def __init__(self, ref: str, factory: Callable[[], nn.Module], options: ModelOptions) -> None:
+        if options.input_shape is None:
+            raise WorkloadError(
+                f"{ref} returns an nn.Module: give --input-shape (e.g. 3x224x224, or 128 with "
+                "--vocab-size for token ids)"
+            )
+        if options.loss not in LOSSES:
+            raise WorkloadError(f"unknown --loss {options.loss!r}; valid: {', '.join(LOSSES)}")
+        if options.loss == "cross-entropy" and options.num_classes is None:
+            raise WorkloadError(f"{ref} returns an nn.Module: give --num-classes N or --loss mse")
+        self.name = ref
+        self.description = f"your model from {ref}"
+        self._factory = factory
+        self.options = options
+        self.input_shape = options.input_shape
+        self.num_classes = options.num_classes if options.loss == "cross-entropy" else None
+        self.batch_size = options.batch_size
+
+    def build_model(self) -> nn.Module:
+        return self._factory()
+
+    def make_batch(self, generator: torch.Generator, batch_size: int) -> Batch:
+        shape = (batch_size, *self.input_shape)
+        vocab = self.options.vocab_size
+        inputs = (
+            torch.randint(0, vocab, shape, generator=generator)
+            if vocab
+            else torch.randn(shape, generator=generator)
+        )
+        if self.num_classes is not None:
+            return inputs, torch.randint(0, self.num_classes, (batch_size,), generator=generator)
+        return inputs, torch.empty(0)  # mse targets are drawn once the output shape is known
+
+    def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        if self.num_classes is not None:
+            return F.cross_entropy(outputs, targets)
+        # Regression against a fixed target; zeros keep it deterministic and shape-agnostic.
+        return F.mse_loss(outputs, torch.zeros_like(outputs))
+
+    @property
+    def images(self) -> bool:
+        return len(self.input_shape) == 3 and not self.options.vocab_size
+
+    def check(self, model: nn.Module) -> None:
+        """Run two samples through the model on the CPU, so a bad shape fails here, clearly."""
+        inputs, _ = self.make_batch(torch.Generator().manual_seed(0), 2)
+        shape = "x".join(map(str, inputs.shape))
+        try:
+            with torch.no_grad():
+                out = self.forward(model.eval(), inputs)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise WorkloadError(
+                f"{self.name} rejects inputs of shape {shape}: {type(exc).__name__}: {first}"
+            ) from None
+        if self.num_classes is not None and tuple(out.shape) != (2, self.num_classes):
+            raise WorkloadError(
+                f"{self.name} gives outputs of shape {tuple(out.shape)} for {shape} inputs; "
+                f"--num-classes {self.num_classes} needs (2, {self.num_classes})"
+            )
