@@ -148,3 +148,13 @@ def test_module_runs_from_the_source_tree():
         check=True,
     )
     assert out.stdout.startswith("accelbench ")
+
+
+def test_cli_choices_match_the_library():
+    """The CLI keeps its own copies (so --help does not import torch); they must not drift."""
+    from accelbench import cli, results
+    from accelbench.steps.compile import MODES as COMPILE_MODES
+
+    assert cli.MODES == results.MODES
+    assert cli.PRECISIONS == results.PRECISIONS
+    assert ("off", *COMPILE_MODES) == cli.COMPILE_MODES

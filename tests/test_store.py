@@ -94,3 +94,29 @@ def test_directory_and_missing_parent_are_refused(tmp_path):
     with pytest.raises(StoreError, match="no results database"):
         Store(tmp_path / "absent.db", create=False)
     assert not (tmp_path / "absent.db").exists()
+
+
+def test_a_version_1_database_migrates_forward_and_keeps_its_rows(tmp_path):
+    from accelbench.store import _SCHEMA_V1, APPLICATION_ID
+
+    path = tmp_path / "v1.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        f"{_SCHEMA_V1} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 1;"
+    )
+    conn.execute(
+        "INSERT INTO results (created_at, workload, device, batch_size, steps_per_block, mode, "
+        "precision, backend, status, error, samples, warmup, peak_memory, peak_memory_meaning, "
+        "environment) VALUES ('2026-11-30T00:00:00+00:00', 'seed-cnn', 'cpu', 64, 20, 'train', "
+        "'fp32', 'torch', 'ok', '', '[0.5, 0.6]', '[0.9]', 10, 'peak RSS', '{}')"
+    )
+    conn.commit()
+    conn.close()
+    with Store(path) as store:
+        (old,) = store.results()
+        assert old.spec == RunSpec("seed-cnn", "cpu", 64, 20)
+        assert old.measurement.samples == (0.5, 0.6) and old.sweep == "" and old.metrics == {}
+        store.save(make_result())
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
