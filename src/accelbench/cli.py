@@ -209,6 +209,12 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip configurations of this same sweep already stored",
     )
+    timing.add_argument(
+        "--no-verdict",
+        action="store_true",
+        help="skip the brief second timing at a quarter of the batch that the bottleneck "
+        "verdict needs",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_output_options(run)
 
@@ -241,6 +247,22 @@ def build_parser() -> argparse.ArgumentParser:
     workloads.add_argument("pattern", nargs="?", default="*", help="glob filter (default: *)")
     _add_output_options(workloads, db=False)
     workloads.set_defaults(handler=_cmd_workloads)
+
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="measure each device's peak matrix rate per precision and its copy bandwidth",
+        description="Measure each device's peak FLOP/s per precision (a large matrix product) and "
+        "memory bandwidth (a device-to-device copy), and store them: MFU and the bottleneck "
+        "verdict prefer these over the published table.",
+    )
+    calibrate.add_argument(
+        "--devices",
+        default="all",
+        metavar="LIST",
+        help="cpu, cuda, cuda:N, mps, xpu, xpu:N, or all (default)",
+    )
+    _add_output_options(calibrate)
+    calibrate.set_defaults(handler=_cmd_calibrate)
 
     results = commands.add_parser("results", help="list stored results, newest first")
     results.add_argument("--workload", help="only this workload's results")
@@ -299,6 +321,42 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"stored as result(s) {ids} in {store.path} (sweep {sweep})")
     failed = {"oom", "error", "timeout"}
     return 1 if any(r.status in failed for r in results) else 0
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    import platform
+
+    from .devices import resolve_devices
+    from .peaks import calibrate, known_peaks
+    from .render import calibration_table
+    from .store import Store
+
+    devices = resolve_devices(args.devices)
+    with Store(_db_path(args)) as store:
+        rows = []
+        for device in devices:
+            measured = calibrate(device)
+            store.save_calibration(device.name, device.model, platform.node(), measured)
+            rows.append((device, measured, known_peaks(device.model)))
+    if args.json:
+        _emit_json(
+            [
+                {
+                    "device": d.name,
+                    "model": d.model,
+                    "flops": dict(m.flops),
+                    "bandwidth": m.bandwidth,
+                    "source": m.source,
+                    "published": None
+                    if p is None
+                    else {"flops": dict(p.flops), "bandwidth": p.bandwidth, "source": p.source},
+                }
+                for d, m, p in rows
+            ]
+        )
+    else:
+        print(calibration_table(rows, width=_width()), end="")
+    return 0
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:

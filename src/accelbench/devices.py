@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import torch
 
 from .errors import DeviceError
+from .power import NvmlPower, PowerMeter, PowermetricsPower, RaplPower
 
 __all__ = [
     "Device",
@@ -61,6 +62,7 @@ class MemoryReading:
 
     bytes: int | None
     meaning: str
+    tensors_only: bool = False  # counts tensor storage alone (an allocator's peak), not a process
 
 
 class Timer(Protocol):
@@ -159,6 +161,10 @@ class Device:
     def peak_memory(self) -> MemoryReading:
         return self.backend.peak_memory(self.index)
 
+    def power_meter(self) -> PowerMeter:
+        """A meter for this device's power over a region, or one that says why there is none."""
+        return self.backend.power_meter(self.index)
+
     def runtime_facts(self) -> dict[str, str]:
         """Driver and runtime versions, for the environment fingerprint."""
         return self.backend.runtime_facts(self.index)
@@ -215,6 +221,9 @@ class _Backend:
 
     can_capture_graphs = False
 
+    def power_meter(self, index: int) -> PowerMeter:
+        return PowerMeter(None, f"accelbench knows no power counter for {self.kind} devices")
+
     def capture_graph(self, index: int, step: Callable[[], None]) -> Callable[[], None]:
         raise DeviceError(f"{self.kind} cannot capture graphs")
 
@@ -247,6 +256,13 @@ class _Cpu(_Backend):
                 backend=self,
             )
         ]
+
+    def power_meter(self, index: int) -> PowerMeter:
+        if sys.platform.startswith("linux"):
+            return PowerMeter(RaplPower())
+        if sys.platform == "darwin":
+            return PowerMeter(PowermetricsPower())
+        return PowerMeter(None, f"no CPU power counter is read on {platform.system()}")
 
     def reset_peak_memory(self, index: int) -> None:
         # Linux resets the process's peak RSS (VmHWM) when "5" is written here.
@@ -321,10 +337,19 @@ class _Cuda(_Backend):
 
     def peak_memory(self, index: int) -> MemoryReading:
         return MemoryReading(
-            torch.cuda.max_memory_allocated(index), "peak allocated by PyTorch's caching allocator"
+            torch.cuda.max_memory_allocated(index),
+            "peak allocated by PyTorch's caching allocator",
+            tensors_only=True,
         )
 
     can_capture_graphs = True
+
+    def power_meter(self, index: int) -> PowerMeter:
+        if torch.version.hip is not None:
+            return PowerMeter(None, "AMD GPU power is not read by accelbench yet")
+        # NVML numbers GPUs its own way; the UUID names the same GPU in both.
+        uuid = str(getattr(torch.cuda.get_device_properties(index), "uuid", "")) or None
+        return PowerMeter(NvmlPower(index, uuid=uuid))
 
     def capture_graph(self, index: int, step: Callable[[], None]) -> Callable[[], None]:
         # PyTorch's whole-network recipe: warm up on a side stream (so lazily created state
@@ -377,7 +402,7 @@ class _Mps(_Backend):
                 kind="mps",
                 available=True,
                 reason="",
-                model=f"Apple GPU ({platform.machine()})",
+                model=cpu_model(),  # the chip, e.g. "Apple M2 Max": its GPU is on it
                 total_memory=torch.mps.recommended_max_memory(),
                 # bf16 on MPS needs macOS 14 (Sonoma).
                 dtypes=DtypeSupport(fp16=True, bf16=_macos_major() >= 14, tf32=False),
@@ -391,6 +416,9 @@ class _Mps(_Backend):
 
     def timer(self, index: int) -> Timer:
         return EventTimer(lambda: torch.mps.event.Event(enable_timing=True), torch.mps.synchronize)
+
+    def power_meter(self, index: int) -> PowerMeter:
+        return PowerMeter(PowermetricsPower())  # CPU and GPU package power: unified memory SoC
 
     def peak_memory(self, index: int) -> MemoryReading:
         # MPS keeps no peak counter: report what the Metal driver holds at the end of the run.
@@ -450,7 +478,9 @@ class _Xpu(_Backend):
         torch.xpu.reset_peak_memory_stats(index)
 
     def peak_memory(self, index: int) -> MemoryReading:
-        return MemoryReading(torch.xpu.max_memory_allocated(index), "peak allocated by PyTorch")
+        return MemoryReading(
+            torch.xpu.max_memory_allocated(index), "peak allocated by PyTorch", tensors_only=True
+        )
 
 
 _BACKENDS: dict[str, _Backend] = {b.kind: b for b in (_Cuda(), _Mps(), _Xpu(), _Cpu())}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -72,61 +73,96 @@ def run_tables(results: Sequence[Result], width: int = 120) -> str:
     return "".join(_run_table(name, rows, width) for name, rows in by_workload.items())
 
 
+_RUN_HEADERS = (
+    "device",
+    "model",
+    "configuration",
+    "it/s",
+    "IQR",
+    "95% CI",
+    "samples/s",
+    "step time",
+    "TFLOP/s",
+    "MFU",
+    "peak memory",
+    "first it",
+    "vs CPU",
+)
+
+
 def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
     table = Table(title=f"accelbench: {workload}", title_justify="left")
-    headers = (
-        "device",
-        "model",
-        "configuration",
-        "it/s",
-        "IQR",
-        "95% CI",
-        "samples/s",
-        "step time",
-        "peak memory",
-        "first it",
-        "vs CPU",
-    )
-    for header in headers:
-        table.add_column(header, justify="left" if header in headers[:3] else "right")
+    for header in _RUN_HEADERS:
+        table.add_column(header, justify="left" if header in _RUN_HEADERS[:3] else "right")
     cpu = {
         replace(r.spec, device="cpu"): r.measurement.rate.median
         for r in results
         if r.spec.device == "cpu" and r.measurement
     }
-    notes: dict[str, list[str]] = {}  # note -> the configurations it is about
+    notes: dict[str, list[str]] = {}  # note -> the configurations (or devices) it is about
     for r in results:
-        m = r.measurement
         who = f"{r.spec.device} {r.spec.label}"
         head = (r.spec.device, r.environment.get("device_model", ""), r.spec.label)
-        if m is None:
-            table.add_row(*head, r.status.upper(), *[""] * 7)
+        if r.measurement is None:
+            table.add_row(*head, r.status.upper(), *[""] * (len(_RUN_HEADERS) - 4))
             notes.setdefault(f"{r.status}: {r.error}", []).append(who)
             continue
-        baseline = cpu.get(replace(r.spec, device="cpu"))
-        table.add_row(
-            *head,
-            _num(m.rate.median),
-            _num(m.rate.iqr),
-            _ci(m.rate),
-            _num(m.rate.median * r.samples_per_block),
-            format_seconds(m.time.median / r.spec.steps_per_block),
-            format_bytes(r.peak_memory),
-            format_seconds(m.warmup[0]) if m.warmup else "—",
-            f"{m.rate.median / baseline:.2f}x" if baseline else "—",
-        )
+        table.add_row(*head, *_figures(r, cpu.get(replace(r.spec, device="cpu"))))
+        for note in [*r.measurement.warnings, *_derived_notes(r)]:
+            notes.setdefault(note, []).append(who)
         for note in [
-            *m.warnings,
             r.environment.get("caveat", ""),
             f"peak memory is the {r.peak_memory_meaning}",
+            r.metrics.get("power_unavailable", ""),
         ]:
             if note:
-                notes.setdefault(note, []).append(who if note in m.warnings else r.spec.device)
+                notes.setdefault(note, []).append(r.spec.device)
     lines = [_legend(results)]
     for note, whos in notes.items():
         unique = list(dict.fromkeys(whos))
         lines.append(f"{'all' if len(whos) == len(results) else '; '.join(unique)}: {note}")
     return _render(table, lines, width)
+
+
+def _figures(r: Result, cpu_rate: float | None) -> list[str]:
+    """The measured columns of one row of the run table."""
+    m, metrics = r.measurement, r.metrics
+    assert m is not None
+    return [
+        _num(m.rate.median),
+        _num(m.rate.iqr),
+        _ci(m.rate),
+        _num(m.rate.median * r.samples_per_block),
+        format_seconds(m.time.median / r.spec.steps_per_block),
+        _num(metrics["achieved_flops"] / 1e12) if "achieved_flops" in metrics else "—",
+        f"{metrics['mfu']:.1%}" if "mfu" in metrics else "—",
+        format_bytes(r.peak_memory),
+        format_seconds(m.warmup[0]) if m.warmup else "—",
+        f"{m.rate.median / cpu_rate:.2f}x" if cpu_rate else "—",
+    ]
+
+
+def _derived_notes(r: Result) -> list[str]:
+    """The verdict and the energy figures of one result, as sentences."""
+    notes = []
+    verdict = r.metrics.get("verdict")
+    if verdict:
+        notes.append(verdict["explanation"])
+    power = r.metrics.get("power")
+    if power:
+        notes.append(
+            f"{power['average_watts']:.0f} W on average, {r.metrics['joules_per_sample']:.3g} J "
+            f"per sample, {_num(r.metrics['samples_per_s_per_watt'])} samples/s per watt "
+            f"({power['source']})"
+        )
+    if "peak_source" in r.metrics:
+        notes.append(
+            f"MFU against {_num(r.metrics['peak_flops'] / 1e12)} TFLOP/s "
+            f"({r.metrics['peak_source']})"
+        )
+    if "probe_error" in r.metrics:
+        notes.append(f"no verdict: the smaller-batch probe failed: {r.metrics['probe_error']}")
+    return notes
 
 
 def _legend(results: Sequence[Result]) -> str:
@@ -136,8 +172,9 @@ def _legend(results: Sequence[Result]) -> str:
         "it = the workload's steps per it on one fixed batch; it/s is the median over timed its "
         "(warm-up excluded), the device synchronized at each it's boundaries; IQR and a "
         "distribution-free 95% CI of the median; step time = median it time / steps per it; "
-        "first it = the first warm-up it (compilation, autotuning); vs CPU = ratio of medians "
-        "against the same configuration on the CPU."
+        "TFLOP/s from FLOPs counted by torch.utils.flop_counter; MFU against the device's "
+        "peak for the precision; first it = the first warm-up it (compilation, autotuning); "
+        "vs CPU = ratio of medians against the same configuration on the CPU."
     )
 
 
@@ -204,3 +241,35 @@ def workloads_table(workloads: Sequence[Workload], width: int = 120) -> str:
             w.description,
         )
     return _render(table, width=width)
+
+
+def calibration_table(rows: Sequence[tuple[Device, Any, Any]], width: int = 120) -> str:
+    """Measured peaks beside the published ones (rows of device, measured, published)."""
+    table = Table(title="calibration: measured (published)", title_justify="left")
+    for header in ("device", "model", "fp32", "tf32", "fp16", "bf16", "bandwidth"):
+        table.add_column(header, justify="left" if header in ("device", "model") else "right")
+    for device, measured, published in rows:
+        cells = []
+        for precision in ("fp32", "tf32", "fp16", "bf16"):
+            cells.append(
+                _pair(
+                    measured.flops.get(precision),
+                    published.flops.get(precision) if published else None,
+                    1e12,
+                    "TFLOP/s",
+                )
+            )
+        cells.append(
+            _pair(measured.bandwidth, published.bandwidth if published else None, 1e9, "GB/s")
+        )
+        table.add_row(device.name, device.model, *cells)
+    notes = [f"{d.name}: {m.source}" for d, m, _ in rows]
+    notes += [f"{d.name} published: {p.source}" for d, _, p in rows if p]
+    return _render(table, notes, width)
+
+
+def _pair(measured: float | None, published: float | None, scale: float, unit: str) -> str:
+    if measured is None:
+        return "—"
+    text = f"{_num(measured / scale)} {unit}"
+    return f"{text} ({_num(published / scale)})" if published else text

@@ -11,6 +11,7 @@ import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from .analysis import Analyzer
 from .devices import Device, resolve_devices
 from .env import fingerprint
 from .errors import UsageError
@@ -34,6 +35,7 @@ class Plan:
     workloads: dict[WorkloadRef, Workload]
     devices: dict[str, Device]
     timeout: float
+    verdict: bool = True  # probe a smaller batch for the bottleneck verdict
 
 
 def plan(args: argparse.Namespace) -> Plan:
@@ -60,7 +62,14 @@ def plan(args: argparse.Namespace) -> Plan:
         warmup=args.warmup,
     )
     configs = sweep.configs([workloads[r] for r in refs], devices)
-    return Plan(sweep, configs, workloads, {d.name: d for d in devices}, args.timeout)
+    return Plan(
+        sweep,
+        configs,
+        workloads,
+        {d.name: d for d in devices},
+        args.timeout,
+        verdict=not args.no_verdict,
+    )
 
 
 def _model_options(args: argparse.Namespace) -> object:
@@ -78,6 +87,7 @@ def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False
     """Run every configuration not already stored (with --resume), saving each as it lands."""
     done = store.done_specs(plan.sweep.id) if resume else set()
     todo = [c for c in plan.configs if c.spec not in done]
+    analyze = Analyzer(store.calibrations())
     with progress_bar(disable=quiet) as bar:
         overall = bar.add_task("configurations", total=len(todo))
 
@@ -86,6 +96,7 @@ def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False
             total = config.stop.warmup + config.stop.blocks if config.stop.blocks else None
             task = bar.add_task(f"{spec.workload} on {spec.device}: {spec.label}", total=total)
             result = _run_one(plan, config, on_block=lambda i, s: bar.advance(task))
+            result = analyze(result, plan.workloads[config.ref], plan.devices[spec.device])
             bar.remove_task(task)
             bar.advance(overall)
             return result
@@ -100,7 +111,9 @@ def _run_one(plan: Plan, config: Config, on_block: Callable[[int, float], None])
     if reason:
         result = Result(spec=config.spec, status="unsupported", error=reason)
     else:
-        result = run_isolated(config.spec, config.ref, config.stop, plan.timeout, on_block)
+        result = run_isolated(
+            config.spec, config.ref, config.stop, plan.timeout, on_block, probe=plan.verdict
+        )
     if not result.environment:  # the worker died before it could describe its machine
         result = replace(result, environment=fingerprint(device))
     return result

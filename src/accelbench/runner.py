@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import torch
 
@@ -12,11 +13,16 @@ from .build import block_function, build
 from .devices import Device
 from .env import fingerprint
 from .measure import StopRule, measure
+from .power import PowerMeter
 from .results import Result, RunSpec
+from .stats import Measurement
 from .steps import unsupported_reason
 from .workloads import Workload
 
 __all__ = ["make_spec", "one_line", "run_config", "run_one"]
+
+PROBE_DIVISOR = 4  # the verdict compares the step at the batch with the step at batch / 4
+PROBE_STOP = StopRule(warmup=2, max_time=2.0, min_blocks=5, target_ci=0.05)
 
 
 def make_spec(workload: Workload, device: Device, **options: object) -> RunSpec:
@@ -37,8 +43,13 @@ def run_config(
     device: Device,
     stop: StopRule,
     on_block: Callable[[int, float], None] | None = None,
+    probe: bool = True,
 ) -> Result:
-    """Measure one configuration. Unsupported, OOM or a crash come back as a failed Result."""
+    """Measure one configuration. Unsupported, OOM or a crash come back as a failed Result.
+
+    With `probe`, the configuration is timed again briefly at a quarter of the batch, which
+    the bottleneck verdict needs; power is read around the timed blocks where the device can.
+    """
     base = Result(
         spec=spec,
         status="error",
@@ -54,8 +65,13 @@ def run_config(
             prep = build(spec, workload, device)
             device.synchronize()
             setup = time.perf_counter() - started
-            measurement = measure(block_function(prep), device.timer, stop, on_block)
+            with device.power_meter() as meter:
+                measurement = measure(block_function(prep), device.timer, stop, on_block)
             memory = device.peak_memory()
+            del prep  # free the device for the probe
+            metrics = {"setup_s": setup, **_power(meter, measurement, spec)}
+            if probe:
+                metrics.update(_probe(spec, workload, device))
     except torch.cuda.OutOfMemoryError as exc:
         return replace(base, status="oom", error=one_line(exc))
     except Exception as exc:  # a failure is data: the sweep goes on
@@ -66,8 +82,42 @@ def run_config(
         measurement=measurement,
         peak_memory=memory.bytes,
         peak_memory_meaning=memory.meaning,
-        metrics={"setup_s": setup},
+        metrics={**metrics, "memory_tensors_only": memory.tensors_only},
     )
+
+
+def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[str, Any]:
+    reading = meter.reading
+    if reading is None:
+        return {"power_unavailable": meter.unavailable_reason}
+    samples = len(measurement.samples) * spec.batch_size * spec.steps_per_block
+    # The meter's interval also holds the gaps between blocks: charge the work by timed seconds.
+    joules = reading.average_watts * sum(measurement.samples)
+    return {
+        "power": reading.to_dict(),
+        "joules_per_sample": joules / samples,
+        "samples_per_s_per_watt": samples / sum(measurement.samples) / reading.average_watts,
+    }
+
+
+def _probe(spec: RunSpec, workload: Workload, device: Device) -> dict[str, Any]:
+    """Time the same configuration at a quarter of the batch, for the bottleneck verdict."""
+    batch = max(1, spec.batch_size // PROBE_DIVISOR)
+    if batch == spec.batch_size:
+        return {}
+    probe_spec = replace(spec, batch_size=batch)
+    try:
+        prep = build(probe_spec, workload, device)
+        result = measure(block_function(prep), device.timer, PROBE_STOP)
+    except Exception as exc:  # the main result stands; say why there is no verdict input
+        return {"probe_error": one_line(exc)}
+    return {
+        "probe": {
+            "batch_size": batch,
+            "step_time_s": result.time.median / spec.steps_per_block,
+            "blocks": len(result.samples),
+        }
+    }
 
 
 def run_one(
@@ -76,6 +126,7 @@ def run_one(
     blocks: int | None = None,
     warmup: int = 1,
     on_block: Callable[[int, float], None] | None = None,
+    probe: bool = False,
     **options: object,
 ) -> Result:
     """Measure `workload` on `device` in this process (the Python API's simplest entry).
@@ -84,7 +135,8 @@ def run_one(
     that, the adaptive stop rule. `options` set RunSpec fields (mode, precision, batch_size...).
     """
     stop = StopRule(blocks=blocks or workload.default_blocks, warmup=warmup)
-    return run_config(make_spec(workload, device, **options), workload, device, stop, on_block)
+    spec = make_spec(workload, device, **options)
+    return run_config(spec, workload, device, stop, on_block, probe=probe)
 
 
 def one_line(exc: BaseException) -> str:

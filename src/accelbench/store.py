@@ -16,13 +16,13 @@ from types import TracebackType
 from typing import Any
 
 from .errors import StoreError
-from .results import Result, RunSpec
+from .results import Result, RunSpec, utc_now
 from .stats import Measurement
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Store", "default_db_path"]
 
 APPLICATION_ID = 0x41636342  # "AccB"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SPEC_COLUMNS = [f.name for f in fields(RunSpec)]
 _BOOL_COLUMNS = {"channels_last", "cuda_graphs"}
@@ -61,6 +61,19 @@ ALTER TABLE results ADD COLUMN threads INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE results ADD COLUMN metrics TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE results ADD COLUMN sweep TEXT NOT NULL DEFAULT '';
 CREATE INDEX results_sweep ON results (sweep);
+""",
+    # 3: peak figures measured by `accelbench calibrate`, preferred over the published table
+    3: """
+CREATE TABLE calibrations (
+    id INTEGER PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    host TEXT NOT NULL,
+    device TEXT NOT NULL,
+    device_model TEXT NOT NULL,
+    flops TEXT NOT NULL,        -- JSON object: precision -> FLOP/s
+    bandwidth REAL,             -- bytes/s
+    source TEXT NOT NULL
+);
 """,
 }
 
@@ -137,6 +150,42 @@ class Store:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read {self.path}: {exc}") from None
         return [_to_result(row) for row in rows]
+
+    def save_calibration(self, device: str, device_model: str, host: str, peaks: Any) -> None:
+        """Store a device's measured peaks (a peaks.PeakFigures) in its own transaction."""
+        row = (
+            utc_now(),
+            host,
+            device,
+            device_model,
+            json.dumps(dict(peaks.flops)),
+            peaks.bandwidth,
+            peaks.source,
+        )
+        try:
+            with self._conn:
+                self._conn.execute(
+                    "INSERT INTO calibrations (created_at, host, device, device_model, flops, "
+                    "bandwidth, source) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+
+    def calibrations(self) -> dict[str, Any]:
+        """The newest calibration of each device model, as peaks.PeakFigures."""
+        from .peaks import PeakFigures
+
+        try:
+            rows = self._conn.execute("SELECT * FROM calibrations ORDER BY id").fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        return {
+            row["device_model"]: PeakFigures(
+                flops=json.loads(row["flops"]), bandwidth=row["bandwidth"], source=row["source"]
+            )
+            for row in rows  # later rows overwrite earlier ones: the newest wins
+        }
 
     def done_specs(self, sweep: str) -> set[RunSpec]:
         """The configurations of sweep `sweep` already stored, whatever their status."""

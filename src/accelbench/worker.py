@@ -30,11 +30,12 @@ def run_isolated(
     stop: StopRule,
     timeout: float,
     on_block: Callable[[int, float], None] | None = None,
+    probe: bool = True,
 ) -> Result:
     """Run `spec` in a fresh process; give up after `timeout` seconds."""
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_worker, args=(sender, spec, ref, stop), daemon=True)
+    process = context.Process(target=_worker, args=(sender, spec, ref, stop, probe), daemon=True)
     process.start()
     sender.close()  # so the parent sees EOF when the child dies
     failed = Result(
@@ -105,7 +106,9 @@ def _exit_reason(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def _worker(sender: Connection, spec: RunSpec, ref: WorkloadRef, stop: StopRule) -> None:
+def _worker(
+    sender: Connection, spec: RunSpec, ref: WorkloadRef, stop: StopRule, probe: bool
+) -> None:
     """The child: find the workload and device again, run, send the Result."""
     from .devices import resolve_devices
     from .runner import one_line, run_config
@@ -115,7 +118,12 @@ def _worker(sender: Connection, spec: RunSpec, ref: WorkloadRef, stop: StopRule)
         workload = load_workload(ref)
         device = resolve_devices(spec.device)[0]
         result = run_config(
-            spec, workload, device, stop, on_block=lambda i, s: sender.send(("block", i, s))
+            spec,
+            workload,
+            device,
+            stop,
+            probe=probe,
+            on_block=lambda i, s: sender.send(("block", i, s)),
         )
     except Exception as exc:  # even loading failed: still a result, never a lost config
         result = Result(spec=spec, status="error", error=one_line(exc))
