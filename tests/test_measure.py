@@ -80,3 +80,23 @@ def test_adaptive_rule_respects_the_block_cap():
     fake = Recorder([1.0, 3.0] * 500)
     m = measure(fake.run_block, fake.timer, StopRule(warmup=0, max_time=1e9, max_blocks=25))
     assert len(m.samples) == 25
+
+
+def test_short_blocks_are_grouped_into_samples_that_last_long_enough():
+    # 1 ms blocks: the adaptive rule times 25 of them per sample (25 ms), and reports per block.
+    fake = Recorder([0.001] * 2000)
+    rule = StopRule(warmup=1, min_blocks=10, max_time=100, min_sample_s=0.025)
+    m = measure(fake.run_block, fake.timer, rule)
+    assert m.repeat == 25
+    assert len(m.samples) == 10
+    assert m.samples[0] == pytest.approx(0.025)
+    assert m.time.median == pytest.approx(0.001)
+    assert m.rate.median == pytest.approx(1000)
+    # synchronized once per sample, not once per block
+    assert fake.log.count("sync") == 2 * (1 + 10)
+
+
+def test_a_fixed_count_never_groups_blocks():
+    fake = Recorder([0.001] * 10)
+    m = measure(fake.run_block, fake.timer, StopRule(blocks=5, warmup=1))
+    assert m.repeat == 1 and len(m.samples) == 5

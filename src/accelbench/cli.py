@@ -210,6 +210,12 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
         help="skip configurations of this same sweep already stored",
     )
     timing.add_argument(
+        "--max-batch",
+        action="store_true",
+        help="find the largest batch that fits for each configuration (double, then bisect; "
+        "each probe a warm-up and two timed its in its own process)",
+    )
+    timing.add_argument(
         "--no-verdict",
         action="store_true",
         help="skip the brief second timing at a quarter of the batch that the bottleneck "

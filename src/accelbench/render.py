@@ -160,9 +160,24 @@ def _derived_notes(r: Result) -> list[str]:
             f"MFU against {_num(r.metrics['peak_flops'] / 1e12)} TFLOP/s "
             f"({r.metrics['peak_source']})"
         )
+    if "max_batch" in r.metrics:
+        notes.append(_max_batch_note(r.metrics))
     if "probe_error" in r.metrics:
         notes.append(f"no verdict: the smaller-batch probe failed: {r.metrics['probe_error']}")
     return notes
+
+
+def _max_batch_note(metrics: dict[str, Any]) -> str:
+    tried = ", ".join(f"{batch} {status}" for batch, status in metrics["max_batch_probes"])
+    memory = format_bytes(metrics.get("device_memory"))
+    text = (
+        f"largest batch that fits: {metrics['max_batch']} (device memory {memory}; tried {tried})"
+    )
+    if metrics.get("max_batch_limit_reached"):
+        text += "; the search stopped at its limit, not at the memory's"
+    if metrics.get("max_batch_stopped_by"):
+        text += f"; stopped by {metrics['max_batch_stopped_by']}"
+    return text
 
 
 def _legend(results: Sequence[Result]) -> str:
@@ -186,6 +201,7 @@ def results_table(results: Sequence[Result], width: int = 120) -> str:
         "workload",
         "device",
         "model",
+        "configuration",
         "it/s",
         "95% CI",
         "samples/s",

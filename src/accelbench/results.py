@@ -101,6 +101,7 @@ class Result:
         if m is not None:
             out["samples_s"] = list(m.samples)
             out["warmup_s"] = list(m.warmup)
+            out["blocks_per_sample"] = m.repeat
             out["block_time_s"] = m.time.to_dict()
             out["it_per_s"] = m.rate.to_dict()
             out["samples_per_s_median"] = self.samples_per_second

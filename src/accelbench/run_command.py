@@ -36,6 +36,7 @@ class Plan:
     devices: dict[str, Device]
     timeout: float
     verdict: bool = True  # probe a smaller batch for the bottleneck verdict
+    max_batch: bool = False  # search each configuration's largest batch instead
 
 
 def plan(args: argparse.Namespace) -> Plan:
@@ -62,13 +63,16 @@ def plan(args: argparse.Namespace) -> Plan:
         warmup=args.warmup,
     )
     configs = sweep.configs([workloads[r] for r in refs], devices)
+    if args.max_batch and args.batch_sizes != (None,):
+        raise UsageError("--max-batch searches the batch size itself; drop --batch-sizes")
     return Plan(
         sweep,
         configs,
         workloads,
         {d.name: d for d in devices},
         args.timeout,
-        verdict=not args.no_verdict,
+        verdict=not args.no_verdict and not args.max_batch,
+        max_batch=args.max_batch,
     )
 
 
@@ -95,13 +99,39 @@ def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False
             spec = config.spec
             total = config.stop.warmup + config.stop.blocks if config.stop.blocks else None
             task = bar.add_task(f"{spec.workload} on {spec.device}: {spec.label}", total=total)
-            result = _run_one(plan, config, on_block=lambda i, s: bar.advance(task))
+            advance = lambda i, s: bar.advance(task)  # noqa: E731
+            if plan.max_batch:
+                result = _search_max_batch(plan, config, advance)
+            else:
+                result = _run_one(plan, config, on_block=advance)
             result = analyze(result, plan.workloads[config.ref], plan.devices[spec.device])
             bar.remove_task(task)
             bar.advance(overall)
             return result
 
         return run_configs(todo, run, plan.sweep.id, on_result=store.save)
+
+
+def _search_max_batch(plan: Plan, config: Config, on_block: Callable[[int, float], None]) -> Result:
+    """The run at the largest batch that fits, with the search's probes in its metrics."""
+    from .maxbatch import PROBE_STOP, find_max_batch
+
+    probe = replace(config, stop=PROBE_STOP)
+    found = find_max_batch(
+        config.spec, lambda spec: _run_one(plan, replace(probe, spec=spec), on_block)
+    )
+    device = plan.devices[config.spec.device]
+    metrics = {**found.to_metrics(), "device_memory": device.total_memory}
+    if found.largest is None:
+        error = found.stopped_by or "not even a batch of 1 fits in memory"
+        return Result(
+            spec=config.spec,
+            status="error" if found.stopped_by else "oom",
+            error=error,
+            metrics=metrics,
+            environment=fingerprint(device),
+        )
+    return replace(found.largest, metrics={**found.largest.metrics, **metrics})
 
 
 def _run_one(plan: Plan, config: Config, on_block: Callable[[int, float], None]) -> Result:

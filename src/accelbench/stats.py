@@ -94,20 +94,26 @@ def summarize(values: np.ndarray) -> Summary:
 
 @dataclass(frozen=True)
 class Measurement:
-    """Raw durations of the timed blocks (seconds), plus the warm-up blocks kept aside."""
+    """Raw durations of the timed samples (seconds), plus the warm-up blocks kept aside.
+
+    Each timed sample is `repeat` blocks run back to back (1 unless the stop rule grouped short
+    blocks so that synchronizing at every boundary costs nothing measurable); statistics are
+    per block.
+    """
 
     samples: tuple[float, ...]
     warmup: tuple[float, ...] = ()
+    repeat: int = 1
 
     @cached_property
     def time(self) -> Summary:
-        """Seconds per timed block."""
-        return summarize(np.asarray(self.samples, dtype=float))
+        """Seconds per block."""
+        return summarize(np.asarray(self.samples, dtype=float) / self.repeat)
 
     @cached_property
     def rate(self) -> Summary:
-        """Timed blocks per second, summarized over per-block rates."""
-        return summarize(1.0 / np.asarray(self.samples, dtype=float))
+        """Blocks per second, summarized over per-sample rates."""
+        return summarize(self.repeat / np.asarray(self.samples, dtype=float))
 
     @property
     def warnings(self) -> list[str]:

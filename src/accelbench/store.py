@@ -62,8 +62,9 @@ ALTER TABLE results ADD COLUMN metrics TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE results ADD COLUMN sweep TEXT NOT NULL DEFAULT '';
 CREATE INDEX results_sweep ON results (sweep);
 """,
-    # 3: peak figures measured by `accelbench calibrate`, preferred over the published table
+    # 3: blocks per timed sample; peak figures measured by `accelbench calibrate`
     3: """
+ALTER TABLE results ADD COLUMN repeat INTEGER NOT NULL DEFAULT 1;
 CREATE TABLE calibrations (
     id INTEGER PRIMARY KEY,
     created_at TEXT NOT NULL,
@@ -117,6 +118,7 @@ class Store:
             "error": result.error,
             "samples": json.dumps(list(m.samples) if m else []),
             "warmup": json.dumps(list(m.warmup) if m else []),
+            "repeat": m.repeat if m else 1,
             "peak_memory": result.peak_memory,
             "peak_memory_meaning": result.peak_memory_meaning,
             "environment": json.dumps(result.environment, sort_keys=True),
@@ -214,7 +216,11 @@ def _to_result(row: sqlite3.Row) -> Result:
         spec=_spec(row),
         status=row["status"],
         error=row["error"],
-        measurement=Measurement(samples, tuple(json.loads(row["warmup"]))) if samples else None,
+        measurement=(
+            Measurement(samples, tuple(json.loads(row["warmup"])), row["repeat"])
+            if samples
+            else None
+        ),
         peak_memory=row["peak_memory"],
         peak_memory_meaning=row["peak_memory_meaning"],
         environment=json.loads(row["environment"]),
