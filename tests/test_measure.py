@@ -100,3 +100,18 @@ def test_a_fixed_count_never_groups_blocks():
     fake = Recorder([0.001] * 10)
     m = measure(fake.run_block, fake.timer, StopRule(blocks=5, warmup=1))
     assert m.repeat == 1 and len(m.samples) == 5
+
+
+def test_the_timed_phase_context_encloses_the_timed_samples_only():
+    fake = Recorder([5.0, 1.0, 2.0])
+
+    class Phase:
+        def __enter__(self):
+            fake.log.append("enter")
+
+        def __exit__(self, *exc):
+            fake.log.append("exit")
+
+    measure(fake.run_block, fake.timer, StopRule(blocks=2, warmup=1), timed_phase=Phase())
+    warmup = ["sync", "clock", "block", "sync", "clock"]
+    assert fake.log == warmup + ["enter"] + warmup * 2 + ["exit"]

@@ -8,9 +8,12 @@ queued; the progress callback and the stop rule run outside the timed region.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Any
 
 from .devices import Timer
 from .stats import Measurement
@@ -65,26 +68,28 @@ def measure(
     new_timer: Callable[[], Timer],
     stop: StopRule,
     on_block: Callable[[int, float], None] | None = None,
+    timed_phase: AbstractContextManager[Any] | None = None,
 ) -> Measurement:
-    """Run `stop.warmup` warm-up blocks, then timed blocks until `stop` says enough.
+    """Run `stop.warmup` warm-up blocks, then timed samples until `stop` says enough.
 
     Warm-up blocks are timed the same way (first-step costs such as compilation, cuDNN
     autotuning and allocator growth show there) but kept apart from the samples.
-    `on_block(i, seconds)` is called after each block, warm-up included, i counting from 0.
+    `on_block(i, seconds)` is called after each warm-up block and timed sample, i counting from
+    0 across both. `timed_phase` (a power meter, say) is entered around the timed samples only.
     """
-    warmup = [_time(run_block, new_timer, 1) for _ in range(stop.warmup)]
-    for i, seconds in enumerate(warmup):
-        if on_block is not None:
-            on_block(i, seconds)
+    report = on_block or (lambda i, seconds: None)
+    warmup: list[float] = []
+    for i in range(stop.warmup):
+        warmup.append(_time(run_block, new_timer, 1))
+        report(i, warmup[-1])
     repeat = _repeat(stop, warmup)
     samples: list[float] = []
     elapsed = 0.0
-    while not stop.done(samples, elapsed):
-        seconds = _time(run_block, new_timer, repeat)
-        samples.append(seconds)
-        elapsed += seconds
-        if on_block is not None:
-            on_block(len(warmup) + len(samples) - 1, seconds)
+    with timed_phase or contextlib.nullcontext():
+        while not stop.done(samples, elapsed):
+            samples.append(_time(run_block, new_timer, repeat))
+            elapsed += samples[-1]
+            report(len(warmup) + len(samples) - 1, samples[-1])
     return Measurement(samples=tuple(samples), warmup=tuple(warmup), repeat=repeat)
 
 

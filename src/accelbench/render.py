@@ -155,6 +155,8 @@ def _derived_notes(r: Result) -> list[str]:
             f"per sample, {_num(r.metrics['samples_per_s_per_watt'])} samples/s per watt "
             f"({power['source']})"
         )
+    if "power_warning" in r.metrics:
+        notes.append(r.metrics["power_warning"])
     if "peak_source" in r.metrics:
         notes.append(
             f"MFU against {_num(r.metrics['peak_flops'] / 1e12)} TFLOP/s "

@@ -21,6 +21,7 @@ from .workloads import Workload
 
 __all__ = ["make_spec", "one_line", "run_config", "run_one"]
 
+MIN_POWER_SECONDS = 3.0  # below this, an energy counter's steps make the average rough
 PROBE_DIVISOR = 4  # the verdict compares the step at the batch with the step at batch / 4
 PROBE_STOP = StopRule(warmup=2, max_time=2.0, min_blocks=5, target_ci=0.05)
 
@@ -65,8 +66,8 @@ def run_config(
             prep = build(spec, workload, device)
             device.synchronize()
             setup = time.perf_counter() - started
-            with device.power_meter() as meter:
-                measurement = measure(block_function(prep), device.timer, stop, on_block)
+            meter = device.power_meter()  # read over the timed samples, not the warm-up
+            measurement = measure(block_function(prep), device.timer, stop, on_block, meter)
             memory = device.peak_memory()
             del prep  # free the device for the probe
             metrics = {"setup_s": setup, **_power(meter, measurement, spec)}
@@ -90,14 +91,21 @@ def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[s
     reading = meter.reading
     if reading is None:
         return {"power_unavailable": meter.unavailable_reason}
-    samples = len(measurement.samples) * spec.batch_size * spec.steps_per_block
-    # The meter's interval also holds the gaps between blocks: charge the work by timed seconds.
-    joules = reading.average_watts * sum(measurement.samples)
-    return {
+    timed = sum(measurement.samples)
+    samples = len(measurement.samples) * measurement.repeat * spec.batch_size
+    samples *= spec.steps_per_block
+    # The meter's interval also holds the gaps between samples: charge the work by timed seconds.
+    out: dict[str, Any] = {
         "power": reading.to_dict(),
-        "joules_per_sample": joules / samples,
-        "samples_per_s_per_watt": samples / sum(measurement.samples) / reading.average_watts,
+        "joules_per_sample": reading.average_watts * timed / samples,
+        "samples_per_s_per_watt": samples / timed / reading.average_watts,
     }
+    if reading.seconds < MIN_POWER_SECONDS:
+        out["power_warning"] = (
+            f"power read over only {reading.seconds:.1f} s: counters advance coarsely "
+            f"(NVML's about every 100 ms), so this figure is rough; time longer with --max-time"
+        )
+    return out
 
 
 def _probe(spec: RunSpec, workload: Workload, device: Device) -> dict[str, Any]:

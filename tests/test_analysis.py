@@ -1,0 +1,50 @@
+"""Derived figures: FLOPs per sample, achieved FLOP/s, MFU, and the verdict's inputs."""
+
+from types import MappingProxyType
+
+import pytest
+
+from accelbench.analysis import Analyzer, count_flops_per_sample
+from accelbench.devices import resolve_devices
+from accelbench.peaks import PeakFigures
+from accelbench.results import Result, RunSpec
+from accelbench.stats import Measurement
+from accelbench.workloads import get_workload
+
+CPU = resolve_devices("cpu")[0]
+
+
+def test_flops_per_sample_of_the_seed_cnn_by_hand():
+    # Forward multiply-adds of seed 000's SimpleCNN on one 3x64x64 image, times 2:
+    # conv1 6x60x60 outputs of 3x5x5: 1,620,000; conv2 16x26x26 of 6x5x5: 1,622,400;
+    # fc1 2,704x120: 324,480; fc2 120x84: 10,080; fc3 84x10: 840 -> 3,577,800 MACs.
+    assert count_flops_per_sample(get_workload("seed-cnn"), "infer") == 2 * 3_577_800
+
+
+def test_training_counts_backward_too():
+    infer = count_flops_per_sample(get_workload("resnet50"), "infer")
+    train = count_flops_per_sample(get_workload("resnet50"), "train")
+    assert infer == pytest.approx(8.18e9, rel=0.01)  # 4.09 GMACs, the well-known figure
+    assert 2.9 < train / infer < 3.0  # the first conv needs no input gradient
+
+
+def test_mfu_uses_calibrated_peaks_for_the_precision():
+    peaks = PeakFigures(MappingProxyType({"fp32": 1e11, "bf16": 4e11}), 2e10, "calibrated here")
+    analyze = Analyzer({CPU.model: peaks})
+    result = Result(
+        spec=RunSpec("seed-cnn", "cpu", 64, 20, precision="bf16"),
+        status="ok",
+        measurement=Measurement(samples=(0.2,) * 8),  # 10 ms a step
+        metrics={"probe": {"batch_size": 16, "step_time_s": 0.004}},
+    )
+    out = analyze(result, get_workload("seed-cnn"), CPU).metrics
+    per_step = out["flops_per_sample"] * 64
+    assert out["achieved_flops"] == pytest.approx(per_step / 0.01)
+    assert out["mfu"] == pytest.approx(per_step / 0.01 / 4e11)
+    assert out["peak_source"] == "calibrated here"
+    assert "4x the batch took 2.50x the time" in out["verdict"]["explanation"]
+
+
+def test_failed_results_are_left_alone():
+    result = Result(spec=RunSpec("seed-cnn", "cpu", 64, 20), status="oom", error="x")
+    assert Analyzer()(result, get_workload("seed-cnn"), CPU) is result

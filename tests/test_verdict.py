@@ -1,0 +1,72 @@
+"""The bottleneck verdict, on timings with known answers."""
+
+from accelbench.verdict import Timing, judge
+
+H200 = {"peak_flops": 680e12, "bandwidth": 4.1e12}
+
+
+def test_a_step_that_hardly_grows_with_the_batch_is_launch_bound():
+    # seed-cnn on an H200: 1.43 ms a step at batch 16, 1.59 ms at 64
+    v = judge(Timing(batch=64, step_s=1.59e-3, probe_batch=16, probe_step_s=1.43e-3))
+    assert v.kind == "launch-bound"
+    assert "4x the batch took 1.11x the time" in v.explanation
+    assert "CUDA graphs" in v.explanation
+
+
+def test_a_step_that_grows_with_the_batch_is_not_launch_bound():
+    v = judge(
+        Timing(
+            batch=256,
+            step_s=54e-3,
+            probe_batch=64,
+            probe_step_s=22e-3,
+            flops_per_step=24.3e9 * 256,
+            **H200,
+        )
+    )
+    assert v.kind != "launch-bound"
+    assert "4x the batch took 2.45x the time" in v.explanation
+
+
+def test_low_intensity_is_memory_bound_for_certain():
+    # 1 GFLOP over at least 1 GB: 1 FLOP/byte, far under the ridge of ~166
+    v = judge(
+        Timing(
+            batch=8,
+            step_s=1e-3,
+            probe_batch=2,
+            probe_step_s=0.4e-3,
+            flops_per_step=1e9,
+            bytes_per_step=1e9,
+            **H200,
+        )
+    )
+    assert v.kind == "memory-bound" and "at most 1 FLOP/byte" in v.explanation
+
+
+def test_high_mfu_is_compute_bound():
+    # 0.5 of peak, intensity above the ridge
+    flops = 0.5 * 680e12 * 0.1
+    v = judge(
+        Timing(
+            batch=128,
+            step_s=0.1,
+            probe_batch=32,
+            probe_step_s=0.03,
+            flops_per_step=flops,
+            bytes_per_step=1e9,
+            **H200,
+        )
+    )
+    assert v.kind == "compute-bound" and "MFU 50%" in v.explanation
+
+
+def test_without_peaks_the_verdict_says_what_is_missing():
+    v = judge(Timing(batch=64, step_s=0.1, probe_batch=16, probe_step_s=0.03))
+    assert v.kind == "undetermined" and "accelbench calibrate" in v.explanation
+
+
+def test_without_a_probe_there_is_no_launch_claim():
+    # 1e12 FLOP in 20 ms is 5e13 FLOP/s: half of a 1e14 peak
+    v = judge(Timing(batch=1, step_s=0.02, flops_per_step=1e12, peak_flops=1e14))
+    assert v.kind == "compute-bound" and "not probed at a smaller batch" in v.explanation
