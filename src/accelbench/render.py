@@ -255,7 +255,7 @@ def workloads_table(workloads: Sequence[Workload], width: int = 120) -> str:
             str(w.batch_size),
             "x".join(map(str, w.input_shape)),
             str(w.steps_per_block),
-            str(w.default_blocks),
+            str(w.default_blocks) if w.default_blocks else "stop rule",
             w.description,
         )
     return _render(table, width=width)

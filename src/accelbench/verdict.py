@@ -58,7 +58,7 @@ def judge(t: Timing) -> Verdict:
     if t.flops_per_step is None or t.peak_flops is None:
         return Verdict(
             "undetermined",
-            f"{scaled}; no peak figures for this device and precision, "
+            f"not launch-bound ({scaled}); no peak figures for this device and precision, "
             "so compute- and memory-bound cannot be told apart: run accelbench "
             "calibrate",
         )
@@ -101,6 +101,7 @@ def _launch_bound(t: Timing) -> Verdict | None:
         "launch-bound",
         f"launch-bound: {work:.0f}x the batch took {growth:.2f}x the time "
         f"({t.probe_step_s * 1e3:.3g} ms a step at batch {t.probe_batch}, "
-        f"{t.step_s * 1e3:.3g} ms at {t.batch}): the device waits on the host launching kernels; "
+        f"{t.step_s * 1e3:.3g} ms at {t.batch}): the time goes to per-operation overhead (Python, "
+        "dispatch, kernel launches) while the device waits; "
         "larger batches, torch.compile or CUDA graphs help",
     )
