@@ -1,6 +1,7 @@
 """The real command line, end to end, in subprocesses."""
 
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -79,11 +80,14 @@ def test_devices_and_workloads_list(tmp_path):
     assert {w["name"] for w in workloads} >= {"seed-cnn", "mlp"}
 
 
-def _existing_db(tmp_path):
-    db = tmp_path / "kept.db"
-    assert (
-        run_cli("run", "mlp", "--devices", "cpu", "--epochs", "1", "--db", str(db)).returncode == 0
+@pytest.fixture(scope="module")
+def stored_db(tmp_path_factory):
+    """A database holding one real result, made once; tests work on copies of it."""
+    db = tmp_path_factory.mktemp("stored") / "kept.db"
+    out = run_cli(
+        "run", "mlp", "--devices", "cpu", "--epochs", "1", "--no-verdict", "--db", str(db)
     )
+    assert out.returncode == 0, out.stderr
     return db
 
 
@@ -94,6 +98,19 @@ BAD_RUNS = {
     "word epochs": (["run", "--epochs", "many"], "argument --epochs: 'many' is not a whole number"),
     "negative warmup": (["run", "--warmup", "-1"], "argument --warmup: must be 0 or more"),
     "unknown command": (["fly"], "invalid choice: 'fly'"),
+    "unknown precision": (
+        ["run", "--precisions", "fp32,fp64"],
+        "argument --precisions: invalid value 'fp64'; valid: fp32, tf32, fp16, bf16",
+    ),
+    "zero batch": (["run", "--batch-sizes", "8,0"], "argument --batch-sizes: must be 1 or more"),
+    "unknown compile mode": (["run", "--compile", "fast"], "invalid value 'fast'; valid: off,"),
+    "unknown mode": (["run", "--modes", "eval"], "invalid value 'eval'; valid: train, infer"),
+    "bad max-time": (["run", "--max-time", "-3"], "argument --max-time: must be more than 0"),
+    "max-batch with batch sizes": (
+        ["run", "--max-batch", "--batch-sizes", "8"],
+        "--max-batch searches the batch size itself; drop --batch-sizes",
+    ),
+    "shape without a model": (["run", "--input-shape", "3x8x8"], "describe a --model"),
 }
 if not torch.cuda.is_available():
     BAD_RUNS["unavailable device"] = (
@@ -103,9 +120,10 @@ if not torch.cuda.is_available():
 
 
 @pytest.mark.parametrize("case", sorted(BAD_RUNS))
-def test_bad_input_is_one_line_exit_2_and_the_database_is_untouched(tmp_path, case):
+def test_bad_input_is_one_line_exit_2_and_the_database_is_untouched(tmp_path, case, stored_db):
     args, message = BAD_RUNS[case]
-    db = _existing_db(tmp_path)
+    db = tmp_path / "kept.db"
+    shutil.copy(stored_db, db)
     before = digest(db)
     out = run_cli(*args, "--db", str(db)) if args[0] == "run" else run_cli(*args)
     assert out.returncode == 2

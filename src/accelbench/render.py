@@ -55,6 +55,15 @@ def _ci(summary: Summary) -> str:
     return f"{_num(summary.ci_low)}–{_num(summary.ci_high)}"
 
 
+def _table(title: str, headers: Sequence[str], left_columns: int | None = None) -> Table:
+    """A table with these headers; past `left_columns` (numbers) they align right."""
+    table = Table(title=title, title_justify="left")
+    for i, header in enumerate(headers):
+        right = left_columns is not None and i >= left_columns
+        table.add_column(header, justify="right" if right else "left")
+    return table
+
+
 def _render(table: Table, notes: Sequence[str] = (), width: int = 120) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, no_color=True, highlight=False, soft_wrap=False)
@@ -91,9 +100,7 @@ _RUN_HEADERS = (
 
 
 def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
-    table = Table(title=f"accelbench: {workload}", title_justify="left")
-    for header in _RUN_HEADERS:
-        table.add_column(header, justify="left" if header in _RUN_HEADERS[:3] else "right")
+    table = _table(f"accelbench: {workload}", _RUN_HEADERS, left_columns=3)
     cpu = {
         replace(r.spec, device="cpu"): r.measurement.rate.median
         for r in results
@@ -196,8 +203,7 @@ def _legend(results: Sequence[Result]) -> str:
 
 
 def results_table(results: Sequence[Result], width: int = 120) -> str:
-    table = Table(title=f"{len(results)} stored result(s), newest first", title_justify="left")
-    for header in (
+    headers = (
         "id",
         "when (UTC)",
         "workload",
@@ -209,8 +215,8 @@ def results_table(results: Sequence[Result], width: int = 120) -> str:
         "samples/s",
         "status",
         "host",
-    ):
-        table.add_column(header)
+    )
+    table = _table(f"{len(results)} stored result(s), newest first", headers)
     for r in results:
         m = r.measurement
         table.add_row(
@@ -230,9 +236,8 @@ def results_table(results: Sequence[Result], width: int = 120) -> str:
 
 
 def devices_table(devices: Sequence[Device], width: int = 120) -> str:
-    table = Table(title="devices PyTorch can see from here", title_justify="left")
-    for header in ("device", "available", "model", "memory", "precisions", "details"):
-        table.add_column(header)
+    headers = ("device", "available", "model", "memory", "precisions", "details")
+    table = _table("devices PyTorch can see from here", headers)
     for d in devices:
         table.add_row(
             d.name,
@@ -246,9 +251,8 @@ def devices_table(devices: Sequence[Device], width: int = 120) -> str:
 
 
 def workloads_table(workloads: Sequence[Workload], width: int = 120) -> str:
-    table = Table(title="workloads", title_justify="left")
-    for header in ("name", "batch", "input shape", "steps per it", "default its", "description"):
-        table.add_column(header)
+    headers = ("name", "batch", "input shape", "steps per it", "default its", "description")
+    table = _table("workloads", headers)
     for w in workloads:
         table.add_row(
             w.name,
@@ -263,9 +267,8 @@ def workloads_table(workloads: Sequence[Workload], width: int = 120) -> str:
 
 def calibration_table(rows: Sequence[tuple[Device, Any, Any]], width: int = 120) -> str:
     """Measured peaks beside the published ones (rows of device, measured, published)."""
-    table = Table(title="calibration: measured (published)", title_justify="left")
-    for header in ("device", "model", "fp32", "tf32", "fp16", "bf16", "bandwidth"):
-        table.add_column(header, justify="left" if header in ("device", "model") else "right")
+    headers = ("device", "model", "fp32", "tf32", "fp16", "bf16", "bandwidth")
+    table = _table("calibration: measured (published)", headers, left_columns=2)
     for device, measured, published in rows:
         cells = []
         for precision in ("fp32", "tf32", "fp16", "bf16"):

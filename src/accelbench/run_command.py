@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from .analysis import Analyzer
+from .cli import DEFAULT_WORKLOAD
 from .devices import Device, resolve_devices
 from .env import fingerprint
 from .errors import UsageError
@@ -24,8 +25,6 @@ from .worker import run_isolated
 from .workloads import Workload, WorkloadRef, load_workload
 
 __all__ = ["Plan", "plan", "run_plan"]
-
-DEFAULT_WORKLOAD = "seed-cnn"
 
 
 @dataclass(frozen=True)
