@@ -5,7 +5,7 @@ import pytest
 from accelbench.errors import StoreError
 from accelbench.results import Result, RunSpec
 from accelbench.stats import Measurement
-from accelbench.store import SCHEMA_VERSION, Store
+from accelbench.store import SCHEMA_VERSION, Filters, Store
 
 from .conftest import digest
 
@@ -44,8 +44,10 @@ def test_filter_and_limit(tmp_path):
         for _ in range(3):
             store.save(make_result())
         assert len(store.results(limit=2)) == 2
-        assert store.results(workload="mlp") == []
-        assert len(store.results(workload="seed-cnn")) == 3
+        assert store.results(Filters(workload="mlp")) == []
+        assert len(store.results(Filters(workload="seed-cnn"))) == 3
+        assert len(store.results(Filters(host="h", precision="fp32"))) == 3
+        assert store.results(Filters(host="elsewhere")) == []
 
 
 def test_empty_file_becomes_a_database(tmp_path):

@@ -270,12 +270,52 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_options(calibrate)
     calibrate.set_defaults(handler=_cmd_calibrate)
 
-    results = commands.add_parser("results", help="list stored results, newest first")
-    results.add_argument("--workload", help="only this workload's results")
+    results = commands.add_parser(
+        "results",
+        help="list stored results (newest first), or export and import them",
+        description="List stored results, newest first; `results export` and `results import` "
+        "move them between machines without loss.",
+    )
     results.add_argument("--limit", type=_count(1), metavar="N", help="at most N results")
+    _add_filters(results)
     _add_output_options(results)
     results.set_defaults(handler=_cmd_results)
+    actions = results.add_subparsers(dest="action", metavar="ACTION")
+    export = actions.add_parser("export", help="write the chosen results to a JSON file")
+    export.add_argument("--out", required=True, metavar="FILE", help="the file to write")
+    _add_filters(export)
+    _add_output_options(export)
+    export.set_defaults(handler=_cmd_export)
+    import_ = actions.add_parser("import", help="add the results of export files (idempotent)")
+    import_.add_argument("files", nargs="+", metavar="FILE", help="files from `results export`")
+    _add_output_options(import_)
+    import_.set_defaults(handler=_cmd_import)
     return parser
+
+
+def _add_filters(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("filters (each narrows the selection)")
+    group.add_argument("--workload", help="only this workload")
+    group.add_argument("--device", help="only this device name, e.g. cuda:0")
+    group.add_argument("--host", help="only results measured on this host")
+    group.add_argument("--mode", choices=MODES, help="only this mode")
+    group.add_argument("--precision", choices=PRECISIONS, help="only this precision")
+    group.add_argument("--sweep", help="only this sweep id")
+    group.add_argument("--status", help="only this status (ok, oom, error, timeout, unsupported)")
+
+
+def _filters(args: argparse.Namespace) -> Any:
+    from .store import Filters
+
+    return Filters(
+        workload=args.workload,
+        device=args.device,
+        host=args.host,
+        mode=args.mode,
+        precision=args.precision,
+        sweep=args.sweep,
+        status=args.status,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -394,11 +434,46 @@ def _cmd_results(args: argparse.Namespace) -> int:
     from .store import Store
 
     with Store(_db_path(args), create=False) as store:
-        results = store.results(workload=args.workload, limit=args.limit)
+        results = store.results(_filters(args), limit=args.limit)
     if args.json:
         _emit_json([r.to_dict() for r in results])
     else:
         print(results_table(results, width=_width()), end="")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .exchange import write_export
+    from .store import Store
+
+    filters = _filters(args)
+    with Store(_db_path(args), create=False) as store:
+        results = store.results(filters)[::-1]  # oldest first
+    write_export(results, Path(args.out))
+    if args.json:
+        _emit_json({"exported": len(results), "out": args.out})
+    else:
+        print(f"exported {len(results)} result(s) to {args.out} (filters: {filters.describe()})")
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .exchange import read_export
+    from .store import Store
+
+    # Read and check every file before the database is touched.
+    batches = [(path, read_export(Path(path))) for path in args.files]
+    with Store(_db_path(args)) as store:
+        added = [(path, len(results), store.import_results(results)) for path, results in batches]
+    if args.json:
+        _emit_json([{"file": p, "results": n, "added": a} for p, n, a in added])
+    else:
+        for path, count, new in added:
+            print(f"{path}: {count} result(s), {new} new, {count - new} already stored")
     return 0
 
 

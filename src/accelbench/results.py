@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import uuid
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
 
@@ -71,7 +72,8 @@ class Result:
     metrics: dict[str, Any] = field(default_factory=dict)
     created_at: str = field(default_factory=utc_now)
     sweep: str = ""  # the id of the sweep that produced it, for --resume
-    id: int | None = None  # set once stored
+    id: int | None = None  # set once stored; local to one database
+    uid: str = field(default_factory=lambda: uuid.uuid4().hex)  # the same in every database
 
     @property
     def samples_per_block(self) -> int:
@@ -82,10 +84,53 @@ class Result:
         m = self.measurement
         return None if m is None else m.rate.median * self.samples_per_block
 
+    def to_record(self) -> dict[str, Any]:
+        """What is stored, raw samples and all, in plain JSON types: `from_record` inverts it."""
+        m = self.measurement
+        return {
+            "uid": self.uid,
+            "created_at": self.created_at,
+            "sweep": self.sweep,
+            "spec": asdict(self.spec),
+            "status": self.status,
+            "error": self.error,
+            "samples": list(m.samples) if m else [],
+            "warmup": list(m.warmup) if m else [],
+            "repeat": m.repeat if m else 1,
+            "peak_memory": self.peak_memory,
+            "peak_memory_meaning": self.peak_memory_meaning,
+            "environment": self.environment,
+            "metrics": self.metrics,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Result:
+        """A Result from `to_record`'s output; ValueError names the first thing wrong."""
+        _check_record(record)
+        samples = tuple(float(s) for s in record["samples"])
+        measurement = None
+        if samples:
+            warmup = tuple(float(s) for s in record["warmup"])
+            measurement = Measurement(samples, warmup, int(record["repeat"]))
+        return cls(
+            uid=record["uid"],
+            created_at=record["created_at"],
+            sweep=record["sweep"],
+            spec=RunSpec(**record["spec"]),
+            status=record["status"],
+            error=record["error"],
+            measurement=measurement,
+            peak_memory=record["peak_memory"],
+            peak_memory_meaning=record["peak_memory_meaning"],
+            environment=record["environment"],
+            metrics=record["metrics"],
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """Everything, raw samples included, in plain JSON types."""
         out: dict[str, Any] = {
             "id": self.id,
+            "uid": self.uid,
             "created_at": self.created_at,
             "sweep": self.sweep,
             "spec": asdict(self.spec),
@@ -108,3 +153,43 @@ class Result:
             out["step_time_s_median"] = m.time.median / self.spec.steps_per_block
             out["warnings"] = m.warnings
         return out
+
+
+_RECORD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "uid": str,
+    "created_at": str,
+    "sweep": str,
+    "spec": dict,
+    "status": str,
+    "error": str,
+    "samples": list,
+    "warmup": list,
+    "repeat": int,
+    "peak_memory": (int, type(None)),
+    "peak_memory_meaning": str,
+    "environment": dict,
+    "metrics": dict,
+}
+
+
+def _check_record(record: Any) -> None:
+    if not isinstance(record, dict):
+        raise ValueError(f"a result must be an object, not {type(record).__name__}")
+    for key, kind in _RECORD_TYPES.items():
+        if key not in record:
+            raise ValueError(f"missing {key!r}")
+        value = record[key]
+        if isinstance(value, bool) or not isinstance(value, kind):  # bool passes for int
+            raise ValueError(f"{key!r} has the wrong type ({type(record[key]).__name__})")
+    if record["status"] not in STATUSES:
+        raise ValueError(f"unknown status {record['status']!r}")
+    names = {f.name for f in fields(RunSpec)}
+    spec = record["spec"]
+    if set(spec) - names or not {"workload", "device", "batch_size", "steps_per_block"} <= set(
+        spec
+    ):
+        raise ValueError(f"spec has fields {sorted(spec)}; expected some of {sorted(names)}")
+    if not all(isinstance(s, (int, float)) and s > 0 for s in record["samples"] + record["warmup"]):
+        raise ValueError("samples must be positive numbers of seconds")
+    if record["repeat"] < 1:
+        raise ValueError("repeat must be 1 or more")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import fields, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -19,10 +20,10 @@ from .errors import StoreError
 from .results import Result, RunSpec, utc_now
 from .stats import Measurement
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Store", "default_db_path"]
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Filters", "Store", "default_db_path"]
 
 APPLICATION_ID = 0x41636342  # "AccB"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SPEC_COLUMNS = [f.name for f in fields(RunSpec)]
 _BOOL_COLUMNS = {"channels_last", "cuda_graphs"}
@@ -76,6 +77,12 @@ CREATE TABLE calibrations (
     source TEXT NOT NULL
 );
 """,
+    # 4: a result's identity across databases, so importing the same file twice adds nothing
+    4: """
+ALTER TABLE results ADD COLUMN uid TEXT;
+UPDATE results SET uid = lower(hex(randomblob(16))) WHERE uid IS NULL;
+CREATE UNIQUE INDEX results_uid ON results (uid);
+""",
 }
 
 
@@ -110,40 +117,29 @@ class Store:
 
     def save(self, result: Result) -> Result:
         """Store one result in its own transaction; return it with its id."""
-        m = result.measurement
-        row = {
-            "created_at": result.created_at,
-            **{name: getattr(result.spec, name) for name in _SPEC_COLUMNS},
-            "status": result.status,
-            "error": result.error,
-            "samples": json.dumps(list(m.samples) if m else []),
-            "warmup": json.dumps(list(m.warmup) if m else []),
-            "repeat": m.repeat if m else 1,
-            "peak_memory": result.peak_memory,
-            "peak_memory_meaning": result.peak_memory_meaning,
-            "environment": json.dumps(result.environment, sort_keys=True),
-            "metrics": json.dumps(result.metrics, sort_keys=True),
-            "sweep": result.sweep,
-        }
-        sql = (
-            f"INSERT INTO results ({', '.join(row)}) "
-            f"VALUES ({', '.join(':' + name for name in row)})"
-        )
+        row = _row(result)
         try:
             with self._conn:
-                cursor = self._conn.execute(sql, row)
+                cursor = self._conn.execute(_INSERT.format(verb="INSERT"), row)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to {self.path}: {exc}") from None
         return replace(result, id=cursor.lastrowid)
 
-    def results(self, workload: str | None = None, limit: int | None = None) -> list[Result]:
-        """Stored results, newest first, optionally of one workload."""
-        sql = "SELECT * FROM results"
-        params: list[object] = []
-        if workload:
-            sql += " WHERE workload = ?"
-            params.append(workload)
-        sql += " ORDER BY id DESC"
+    def import_results(self, results: Sequence[Result]) -> int:
+        """Add the results this database lacks (by uid), all in one transaction; how many."""
+        try:
+            with self._conn:
+                before = self._conn.total_changes
+                for result in results:
+                    self._conn.execute(_INSERT.format(verb="INSERT OR IGNORE"), _row(result))
+                return self._conn.total_changes - before
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+
+    def results(self, filters: Filters | None = None, limit: int | None = None) -> list[Result]:
+        """Stored results matching `filters`, newest first."""
+        where, params = (filters or Filters()).where()
+        sql = f"SELECT * FROM results {where} ORDER BY id DESC"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
@@ -201,6 +197,66 @@ class Store:
         return {_spec(row) for row in rows}
 
 
+@dataclass(frozen=True)
+class Filters:
+    """Which results: each field set narrows the selection (all must match)."""
+
+    workload: str | None = None
+    device: str | None = None
+    host: str | None = None
+    mode: str | None = None
+    precision: str | None = None
+    sweep: str | None = None
+    status: str | None = None
+
+    def where(self) -> tuple[str, list[object]]:
+        clauses, params = [], []
+        for name in ("workload", "device", "mode", "precision", "sweep", "status"):
+            value = getattr(self, name)
+            if value:
+                clauses.append(f"{name} = ?")
+                params.append(value)
+        if self.host:
+            clauses.append("json_extract(environment, '$.host') = ?")
+            params.append(self.host)
+        return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+    def describe(self) -> str:
+        chosen = [
+            f"{f.name}={getattr(self, f.name)}" for f in fields(self) if getattr(self, f.name)
+        ]
+        return ", ".join(chosen) or "none"
+
+
+_COLUMNS = [
+    "uid",
+    "created_at",
+    *_SPEC_COLUMNS,
+    "status",
+    "error",
+    "samples",
+    "warmup",
+    "repeat",
+    "peak_memory",
+    "peak_memory_meaning",
+    "environment",
+    "metrics",
+    "sweep",
+]
+_INSERT = (
+    f"{{verb}} INTO results ({', '.join(_COLUMNS)}) VALUES ({', '.join(':' + c for c in _COLUMNS)})"
+)
+
+
+def _row(result: Result) -> dict[str, Any]:
+    record = result.to_record()
+    spec = record.pop("spec")
+    row = {**record, **spec}
+    for name in ("samples", "warmup", "environment", "metrics"):
+        row[name] = json.dumps(row[name], sort_keys=True)
+    return row
+
+
 def _spec(row: sqlite3.Row) -> RunSpec:
     values: dict[str, Any] = {n: row[n] for n in _SPEC_COLUMNS}
     for name in _BOOL_COLUMNS:  # SQLite has no booleans
@@ -226,6 +282,7 @@ def _to_result(row: sqlite3.Row) -> Result:
         environment=json.loads(row["environment"]),
         metrics=json.loads(row["metrics"]),
         sweep=row["sweep"],
+        uid=row["uid"],
     )
 
 
