@@ -175,4 +175,7 @@ def test_cli_choices_match_the_library():
 
     assert cli.MODES == results.MODES
     assert cli.PRECISIONS == results.PRECISIONS
+    from accelbench.compare import DIMENSIONS
+
+    assert tuple(DIMENSIONS) == cli.COMPARE_BY
     assert ("off", *COMPILE_MODES) == cli.COMPILE_MODES

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import __version__
-from .errors import AccelbenchError
+from .errors import AccelbenchError, UsageError
 
 DEFAULT_WORKLOAD = "seed-cnn"
 # Kept here rather than imported so that --help does not import torch; tests check they match.
@@ -22,6 +22,18 @@ MODES = ("train", "infer")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 SWITCH = {"off": False, "on": True}
+COMPARE_BY = (
+    "device",
+    "machine",
+    "precision",
+    "mode",
+    "workload",
+    "batch",
+    "compile",
+    "memory-format",
+    "cuda-graphs",
+    "threads",
+)
 MEMORY_FORMATS = {"contiguous": False, "channels_last": True}
 
 
@@ -52,6 +64,17 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    """'5%' or '0.05' -> 0.05."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage like 5%") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0% and 100%, got {text}")
     return value
 
 
@@ -270,6 +293,37 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_options(calibrate)
     calibrate.set_defaults(handler=_cmd_calibrate)
 
+    compare = commands.add_parser(
+        "compare",
+        help="results side by side with bootstrap confidence intervals; or a regression check",
+        description="Compare results that differ in one dimension (--by), each against a "
+        "baseline, with a bootstrap 95%% CI from the raw samples; or check a candidate run "
+        "against a baseline run (--baseline RUN --candidate RUN) and exit 1 on a regression.",
+    )
+    compare.add_argument(
+        "--by",
+        default="device",
+        choices=COMPARE_BY,
+        help="the dimension to compare (default: device)",
+    )
+    compare.add_argument(
+        "--baseline-value",
+        metavar="VALUE",
+        help="the baseline among the values (default: cpu, fp32, train, off...)",
+    )
+    compare.add_argument("--baseline", metavar="RUN", help="a result id or a sweep id")
+    compare.add_argument("--candidate", metavar="RUN", help="a result id or a sweep id")
+    compare.add_argument(
+        "--threshold",
+        type=_fraction,
+        default=0.05,
+        metavar="PCT",
+        help="a slowdown past this is a regression (default: 5%%)",
+    )
+    _add_filters(compare)
+    _add_output_options(compare)
+    compare.set_defaults(handler=_cmd_compare)
+
     results = commands.add_parser(
         "results",
         help="list stored results (newest first), or export and import them",
@@ -440,6 +494,59 @@ def _cmd_results(args: argparse.Namespace) -> int:
     else:
         print(results_table(results, width=_width()), end="")
     return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import compare, compare_runs
+    from .render import changes_table, compare_table
+    from .store import Store
+
+    if bool(args.baseline) != bool(args.candidate):
+        raise UsageError("--baseline and --candidate go together: give both RUNs")
+    with Store(_db_path(args), create=False) as store:
+        if args.baseline:
+            base, cand = (_run(store, ref) for ref in (args.baseline, args.candidate))
+            changes = compare_runs(base, cand, args.threshold)
+            if args.json:
+                _emit_json(
+                    [
+                        {
+                            "spec": c.baseline.to_dict()["spec"],
+                            "speedup": c.speedup.to_dict(),
+                            "regression": c.regression,
+                        }
+                        for c in changes
+                    ]
+                )
+            else:
+                print(changes_table(changes, args.threshold, width=_width()), end="")
+            return 1 if any(c.regression for c in changes) else 0
+        comparison = compare(store.results(_filters(args)), args.by, args.baseline_value)
+    if args.json:
+        _emit_json(
+            [
+                {
+                    "value": row.value,
+                    "result": row.result.to_dict(),
+                    "speedup": row.speedup.to_dict() if row.speedup else None,
+                }
+                for row in comparison.rows
+            ]
+        )
+    else:
+        print(compare_table(comparison, width=_width()), end="")
+    return 0
+
+
+def _run(store: Any, ref: str) -> Any:
+    """The results of a RUN: a result id, or a sweep id."""
+    from .store import Filters
+
+    filters = Filters(id=int(ref)) if ref.isdigit() else Filters(sweep=ref)
+    results = store.results(filters)
+    if not results:
+        raise UsageError(f"no stored result or sweep {ref!r}; see `accelbench results`")
+    return results
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

@@ -294,3 +294,68 @@ def _pair(measured: float | None, published: float | None, scale: float, unit: s
         return "—"
     text = f"{_num(measured / scale)} {unit}"
     return f"{text} ({_num(published / scale)})" if published else text
+
+
+def compare_table(comparison: Any, width: int = 120) -> str:
+    """A compare.Comparison: each result beside its group's baseline."""
+    by = comparison.by
+    headers = (
+        "workload",
+        "configuration",
+        by,
+        "it/s",
+        "95% CI",
+        "samples/s",
+        f"vs {comparison.baseline_value or 'baseline'} [95% CI]",
+    )
+    table = _table(f"compared by {by}", headers, left_columns=3)
+    for row in comparison.rows:
+        r, m = row.result, row.result.measurement
+        versus = row.speedup.text() if row.speedup else ("baseline" if row.baseline is r else "—")
+        table.add_row(
+            r.spec.workload,
+            r.spec.label,
+            row.value,
+            _num(m.rate.median),
+            _ci(m.rate),
+            _num(m.rate.median * r.samples_per_block),
+            versus,
+        )
+    notes = [
+        "speedup = ratio of median it/s; its 95% CI is a bootstrap over the raw samples; "
+        "(n.s.) marks a difference the interval cannot tell from none"
+    ]
+    if not comparison.rows:
+        notes = ["no results match: nothing to compare (check the filters)"]
+    return _render(table, notes, width)
+
+
+def changes_table(changes: Sequence[Any], threshold: float, width: int = 120) -> str:
+    """compare.Change rows: candidate against baseline, regressions marked."""
+    headers = (
+        "workload",
+        "device",
+        "configuration",
+        "baseline it/s",
+        "candidate it/s",
+        "candidate / baseline [95% CI]",
+        "verdict",
+    )
+    table = _table(f"regression check (threshold {threshold:.0%})", headers, left_columns=3)
+    for c in changes:
+        verdict = (
+            "REGRESSION"
+            if c.regression
+            else ("faster" if c.speedup.significant and c.speedup.ratio > 1 else "ok")
+        )
+        table.add_row(
+            c.spec.workload,
+            c.spec.device,
+            c.spec.label,
+            _num(c.baseline.measurement.rate.median),
+            _num(c.candidate.measurement.rate.median),
+            c.speedup.text(),
+            verdict,
+        )
+    notes = [] if changes else ["no configuration was measured in both runs"]
+    return _render(table, notes, width)

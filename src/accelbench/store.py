@@ -208,9 +208,14 @@ class Filters:
     precision: str | None = None
     sweep: str | None = None
     status: str | None = None
+    id: int | None = None
 
     def where(self) -> tuple[str, list[object]]:
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[object] = []
+        if self.id is not None:
+            clauses.append("id = ?")
+            params.append(self.id)
         for name in ("workload", "device", "mode", "precision", "sweep", "status"):
             value = getattr(self, name)
             if value:

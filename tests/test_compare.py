@@ -1,0 +1,133 @@
+"""Comparisons: bootstrap intervals with known answers, grouping, and the regression gate."""
+
+import json
+
+import numpy as np
+import pytest
+
+from accelbench.compare import compare, compare_runs, speedup
+from accelbench.errors import UsageError
+from accelbench.results import Result, RunSpec
+from accelbench.stats import Measurement
+from accelbench.store import Store
+
+from .conftest import run_cli
+
+RNG = np.random.default_rng(7)
+
+
+def _result(seconds, device="cpu", precision="fp32", host="laptop", sweep="s1", noise=0.02):
+    samples = tuple(seconds * (1 + noise * RNG.standard_normal(30)))
+    return Result(
+        spec=RunSpec("seed-cnn", device, 64, 20, precision=precision),
+        status="ok",
+        measurement=Measurement(samples),
+        environment={"host": host},
+        sweep=sweep,
+    )
+
+
+def test_twice_as_fast_is_significant_and_near_two():
+    s = speedup(_result(0.5), _result(1.0))
+    assert s.ratio == pytest.approx(2.0, rel=0.03)
+    assert 1.9 < s.low < s.ratio < s.high < 2.1
+    assert s.significant and "(n.s.)" not in s.text()
+
+
+def test_the_same_distribution_is_not_significant():
+    base = _result(1.0, noise=0.05)
+    same = Result(
+        spec=base.spec,
+        status="ok",
+        measurement=Measurement(tuple(reversed(base.measurement.samples))),
+    )
+    s = speedup(same, base)
+    assert s.ratio == pytest.approx(1.0)
+    assert s.low < 1.0 < s.high and not s.significant
+    assert s.text().endswith("(n.s.)")
+
+
+def test_a_small_difference_inside_the_noise_is_not_significant():
+    s = speedup(_result(0.99, noise=0.2), _result(1.0, noise=0.2))
+    assert not s.significant
+
+
+def test_compare_by_device_uses_the_cpu_as_baseline_within_each_configuration():
+    results = [
+        _result(0.1, device="cuda:0"),
+        _result(1.0, device="cpu"),
+        _result(0.2, device="cuda:0", precision="bf16"),
+        _result(2.0, precision="bf16"),
+    ]
+    rows = compare(results, "device").rows
+    versus = {(r.result.spec.precision, r.value): r.speedup for r in rows}
+    assert versus[("fp32", "cpu")] is None  # the baseline itself
+    assert versus[("fp32", "cuda:0")].ratio == pytest.approx(10, rel=0.05)
+    assert versus[("bf16", "cuda:0")].ratio == pytest.approx(10, rel=0.05)
+
+
+def test_devices_on_two_machines_are_told_apart():
+    rows = compare([_result(1.0, host="laptop"), _result(0.5, host="server")], "device").rows
+    assert sorted(r.value for r in rows) == ["laptop/cpu", "server/cpu"]
+
+
+def test_unknown_dimension():
+    with pytest.raises(UsageError, match="cannot compare by 'colour'; valid: device"):
+        compare([], "colour")
+
+
+def test_compare_runs_flags_only_significant_slowdowns_past_the_threshold():
+    base = [_result(1.0), _result(1.0, precision="bf16")]
+    cand = [_result(1.25), _result(1.01, precision="bf16")]  # 20% slower; 1% slower
+    changes = compare_runs(base, cand, threshold=0.05)
+    flagged = {c.spec.precision: c.regression for c in changes}
+    assert flagged == {"fp32": True, "bf16": False}
+
+
+def test_cli_regression_gate_exit_codes(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        store.save(_result(1.0, sweep="before"))
+        store.save(_result(1.3, sweep="slower"))
+        store.save(_result(1.0, sweep="same"))
+    slower = run_cli("compare", "--baseline", "before", "--candidate", "slower", "--db", str(db))
+    assert slower.returncode == 1 and "REGRESSION" in slower.stdout
+    same = run_cli(
+        "compare",
+        "--baseline",
+        "before",
+        "--candidate",
+        "same",
+        "--threshold",
+        "5%",
+        "--json",
+        "--db",
+        str(db),
+    )
+    assert same.returncode == 0 and json.loads(same.stdout)[0]["regression"] is False
+    loose = run_cli(
+        "compare",
+        "--baseline",
+        "before",
+        "--candidate",
+        "slower",
+        "--threshold",
+        "50%",
+        "--db",
+        str(db),
+    )
+    assert loose.returncode == 0
+    missing = run_cli("compare", "--baseline", "before", "--candidate", "nope", "--db", str(db))
+    assert missing.returncode == 2 and "no stored result or sweep 'nope'" in missing.stderr
+    half = run_cli("compare", "--baseline", "before", "--db", str(db))
+    assert half.returncode == 2 and "go together" in half.stderr
+    bad = run_cli("compare", "--threshold", "lots", "--db", str(db))
+    assert bad.returncode == 2 and "is not a percentage" in bad.stderr
+
+
+def test_cli_compare_with_no_matches_prints_an_empty_table_with_a_note(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        store.save(_result(1.0))
+    out = run_cli("compare", "--workload", "vgg16", "--db", str(db))
+    assert out.returncode == 0 and "no results match" in out.stdout
