@@ -324,6 +324,29 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_options(compare)
     compare.set_defaults(handler=_cmd_compare)
 
+    report = commands.add_parser(
+        "report",
+        help="a self-contained HTML report with charts, or a Markdown table",
+        description="Write the chosen results as one self-contained HTML file (machines, "
+        "comparison tables, charts; it loads nothing from the network) or as Markdown.",
+    )
+    report.add_argument("--out", metavar="FILE", help="where to write (Markdown: default stdout)")
+    report.add_argument("--format", choices=("html", "markdown"), default="html")
+    report.add_argument("--title", default="accelbench report", help="the HTML page's title")
+    _add_filters(report)
+    report.add_argument(
+        "--db", metavar="PATH", help="results database (default: $ACCELBENCH_DB or ./accelbench.db)"
+    )
+    report.set_defaults(handler=_cmd_report)
+
+    plot = commands.add_parser("plot", help="one chart of the chosen results' throughput as PNG")
+    plot.add_argument("--out", required=True, metavar="FILE.png", help="where to write the PNG")
+    _add_filters(plot)
+    plot.add_argument(
+        "--db", metavar="PATH", help="results database (default: $ACCELBENCH_DB or ./accelbench.db)"
+    )
+    plot.set_defaults(handler=_cmd_plot)
+
     results = commands.add_parser(
         "results",
         help="list stored results (newest first), or export and import them",
@@ -547,6 +570,59 @@ def _run(store: Any, ref: str) -> Any:
     if not results:
         raise UsageError(f"no stored result or sweep {ref!r}; see `accelbench results`")
     return results
+
+
+def _chosen(args: argparse.Namespace) -> Any:
+    from .store import Store
+
+    with Store(_db_path(args), create=False) as store:
+        return store.results(_filters(args))
+
+
+def _write(path: str, data: str | bytes) -> None:
+    from pathlib import Path
+
+    try:
+        if isinstance(data, bytes):
+            Path(path).write_bytes(data)
+        else:
+            Path(path).write_text(data)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .report import html_report, markdown_report
+
+    results = _chosen(args)
+    if args.format == "markdown":
+        text = markdown_report(results)
+        if not args.out:
+            print(text, end="")
+            return 0
+    else:
+        if not args.out:
+            raise UsageError("an HTML report needs --out FILE.html")
+        text = html_report(results, title=args.title)
+    _write(args.out, text)
+    print(
+        f"wrote {args.out}: {len(results)} result(s)"
+        if results
+        else f"wrote {args.out}: no results match the filters, so it is empty"
+    )
+    return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from .report import throughput_chart
+
+    results = _chosen(args)
+    png = throughput_chart(results)
+    if png is None:
+        raise UsageError("no measured results match the filters: nothing to plot")
+    _write(args.out, png)
+    print(f"wrote {args.out}")
+    return 0
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .errors import UsageError
-from .results import Result, RunSpec
+from .results import Result, RunSpec, machine_of
 
 __all__ = [
     "DIMENSIONS",
@@ -83,7 +83,7 @@ def speedup(candidate: Result, baseline: Result, seed: int = 0) -> Speedup:
 # What --by can compare, and how to read it off a result.
 DIMENSIONS: dict[str, Callable[[Result], str]] = {
     "device": lambda r: r.spec.device,
-    "machine": lambda r: r.environment.get("host", "?"),
+    "machine": lambda r: machine_of(r.environment),
     "precision": lambda r: r.spec.precision,
     "mode": lambda r: r.spec.mode,
     "workload": lambda r: r.spec.workload,
@@ -157,15 +157,15 @@ def compare(results: Sequence[Result], by: str, baseline_value: str | None = Non
 
 def _value_reader(results: Sequence[Result], by: str) -> Callable[[Result], str]:
     read = DIMENSIONS[by]
-    hosts = {r.environment.get("host", "?") for r in results}
-    if by == "device" and len(hosts) > 1:  # two machines' "cpu" are different devices
-        return lambda r: f"{r.environment.get('host', '?')}/{read(r)}"
+    machines = {machine_of(r.environment) for r in results}
+    if by == "device" and len(machines) > 1:  # two machines' "cpu" are different devices
+        return lambda r: f"{machine_of(r.environment)}/{read(r)}"
     return read
 
 
 def _context(result: Result, by: str) -> str:
     """What else must match: the machine, unless machines or devices are being compared."""
-    return "" if by in ("machine", "device") else result.environment.get("host", "?")
+    return "" if by in ("machine", "device") else machine_of(result.environment)
 
 
 def _pick_baseline(members: dict[str, Result], wanted: str) -> str | None:

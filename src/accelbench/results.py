@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
@@ -9,11 +10,24 @@ from typing import Any
 
 from .stats import Measurement
 
-__all__ = ["MODES", "PRECISIONS", "Result", "RunSpec", "STATUSES", "utc_now"]
+__all__ = ["MODES", "PRECISIONS", "Result", "RunSpec", "STATUSES", "machine_of", "utc_now"]
 
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 STATUSES = ("ok", "oom", "error", "timeout", "unsupported")
+
+
+def machine_of(environment: dict[str, str]) -> str:
+    """Which machine a result was measured on, as a short readable name.
+
+    Results stored before fingerprints named the machine fall back to the host name and a hash
+    of the OS and CPU strings, which also differ between machines that share a host name.
+    """
+    if environment.get("machine"):
+        return environment["machine"]
+    host = environment.get("host", "?")
+    text = f"{environment.get('os', '')}|{environment.get('cpu', '')}"
+    return f"{host}-{hashlib.sha1(text.encode()).hexdigest()[:6]}"
 
 
 def utc_now() -> str:

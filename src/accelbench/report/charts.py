@@ -1,0 +1,117 @@
+"""Charts as PNG bytes, drawn by matplotlib off-screen. Each returns None when the results hold
+nothing to draw (no optimization ladder, no batch sweep), so a report shows only real charts."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..errors import UsageError
+from ..results import Result, machine_of
+
+__all__ = ["ladder_chart", "memory_chart", "scaling_chart", "throughput_chart"]
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError("charts need matplotlib: pip install matplotlib") from None
+    matplotlib.use("Agg")  # no display: draw to memory
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _ok(results: Sequence[Result]) -> list[Result]:
+    return [r for r in results if r.measurement is not None]
+
+
+def _label(r: Result) -> str:
+    return f"{machine_of(r.environment)}/{r.spec.device} {r.spec.label}"
+
+
+def _png(figure: object) -> bytes:
+    plt = _pyplot()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")  # type: ignore[attr-defined]
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def _bars(title: str, labels: list[str], values: list[float], unit: str) -> bytes:
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(9, 0.45 * len(labels) + 1.2))
+    positions = range(len(labels))
+    axes.barh(list(positions), values, color="#4477aa")
+    axes.set_yticks(list(positions), labels, fontsize=8)
+    axes.invert_yaxis()
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) / min(positive) > 100:  # workloads differ by orders of size
+        axes.set_xscale("log")
+        unit += " (log scale)"
+    axes.set_xlabel(unit)
+    axes.set_title(title)
+    for y, value in zip(positions, values, strict=True):
+        text = f" {value:,.0f}" if value >= 100 else f" {value:.3g}"
+        axes.text(value, y, text, va="center", fontsize=8)
+    return _png(figure)
+
+
+def throughput_chart(results: Sequence[Result]) -> bytes | None:
+    """Samples/s of every measured result: seed 000's table as bars."""
+    ok = _ok(results)
+    if not ok:
+        return None
+    labels = [f"{r.spec.workload}: {_label(r)}" for r in ok]
+    return _bars("throughput", labels, [r.samples_per_second or 0.0 for r in ok], "samples/s")
+
+
+def memory_chart(results: Sequence[Result]) -> bytes | None:
+    ok = [r for r in _ok(results) if r.peak_memory]
+    if not ok:
+        return None
+    labels = [f"{r.spec.workload}: {_label(r)}" for r in ok]
+    return _bars("peak memory", labels, [(r.peak_memory or 0) / 2**20 for r in ok], "MiB")
+
+
+def ladder_chart(results: Sequence[Result]) -> bytes | None:
+    """Speedup of each optimized configuration over fp32 eager, per workload and device."""
+    ok = _ok(results)
+    by_spec = {r.spec: r for r in reversed(ok)}  # the newest of each configuration
+    labels, values = [], []
+    for r in ok:
+        base = by_spec.get(
+            replace(r.spec, precision="fp32", channels_last=False, compile="", cuda_graphs=False)
+        )
+        if base is None or base.spec == r.spec or base.measurement is None:
+            continue
+        assert r.measurement is not None
+        labels.append(f"{r.spec.workload}: {_label(r)}")
+        values.append(r.measurement.rate.median / base.measurement.rate.median)
+    if not labels:
+        return None
+    return _bars("speedup over fp32 eager (ratio of medians)", labels, values, "x")
+
+
+def scaling_chart(results: Sequence[Result]) -> bytes | None:
+    """Samples/s against batch size, for configurations measured at two batch sizes or more."""
+    series: dict[str, list[tuple[int, float]]] = {}
+    for r in _ok(results):
+        key = f"{r.spec.workload}: {_label(replace(r, spec=replace(r.spec, batch_size=0)))}"
+        series.setdefault(key, []).append((r.spec.batch_size, r.samples_per_second or 0.0))
+    series = {k: sorted(set(v)) for k, v in series.items() if len({b for b, _ in v}) > 1}
+    if not series:
+        return None
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(9, 4.5))
+    for name, points in series.items():
+        axes.plot([b for b, _ in points], [s for _, s in points], marker="o", label=name)
+    axes.set_xscale("log", base=2)
+    axes.set_xlabel("batch size")
+    axes.set_ylabel("samples/s")
+    axes.set_title("scaling with batch size")
+    axes.legend(fontsize=7)
+    return _png(figure)

@@ -1,0 +1,171 @@
+"""Reports: escaping of hostile strings, Markdown, the PNG chart, and the HTML page in a real
+headless browser (Debian's chromium driven by selenium)."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from accelbench.report import html_report, markdown_report, throughput_chart
+from accelbench.results import Result, RunSpec
+from accelbench.stats import Measurement
+from accelbench.store import Store
+
+from .conftest import run_cli
+
+HOSTILE = '<script>window.hacked = 1</script><img src=x onerror="window.hacked = 2">'
+
+
+def _results():
+    def made(device, seconds, host, workload="seed-cnn", batch=64, precision="fp32"):
+        return Result(
+            spec=RunSpec(workload, device, batch, 20, precision=precision),
+            status="ok",
+            measurement=Measurement(tuple(seconds * (1 + 0.01 * i) for i in range(8))),
+            peak_memory=2**28,
+            peak_memory_meaning="peak RSS",
+            environment={"host": host, "machine": f"{host}-1", "device_model": HOSTILE},
+        )
+
+    return [
+        made("cpu", 1.0, "laptop"),
+        made("cuda:0", 0.1, "server"),
+        made("cuda:0", 0.05, "server", precision="bf16"),
+        made("cuda:0", 0.08, "server", batch=128),
+        made("cpu", 1.0, "laptop", workload=HOSTILE),
+        Result(
+            spec=RunSpec("vgg16", "cuda:0", 64, 1),
+            status="oom",
+            error=HOSTILE,
+            environment={"host": "server", "machine": "server-1"},
+        ),
+    ]
+
+
+def test_html_escapes_every_string_from_results():
+    page = html_report(_results())
+    assert "<script>" not in page and "onerror=" not in page.replace("onerror=&quot;", "")
+    assert "&lt;script&gt;window.hacked = 1&lt;/script&gt;" in page
+    assert page.count('<img class="chart"') >= 3  # throughput, ladder, memory, scaling
+    assert "http://" not in page and "https://" not in page  # nothing to fetch
+
+
+def test_markdown_table_escapes_pipes_and_marks_failures():
+    results = _results()
+    text = markdown_report(results)
+    assert text.splitlines()[0].startswith("| workload | device |")
+    assert "oom:" in text
+    assert "laptop-1/cpu" in text and "server-1/cuda:0" in text
+    weird = Result(
+        spec=RunSpec("a|b", "cpu", 1, 1),
+        status="ok",
+        measurement=Measurement((1.0,) * 6),
+        environment={"host": "h"},
+    )
+    assert "a\\|b" in markdown_report([weird])
+
+
+def test_throughput_chart_is_a_png():
+    png = throughput_chart(_results())
+    assert png is not None and png.startswith(b"\x89PNG")
+    assert throughput_chart([]) is None
+
+
+def test_cli_report_markdown_and_plot(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        for r in _results():
+            store.save(r)
+    markdown = run_cli("report", "--format", "markdown", "--db", str(db))
+    assert markdown.returncode == 0 and "| seed-cnn |" in markdown.stdout
+    chart = tmp_path / "chart.png"
+    assert run_cli("plot", "--out", str(chart), "--db", str(db)).returncode == 0
+    assert chart.read_bytes().startswith(b"\x89PNG")
+    empty = run_cli("plot", "--out", str(chart), "--workload", "nothing", "--db", str(db))
+    assert empty.returncode == 2 and "nothing to plot" in empty.stderr
+    nowhere = run_cli("report", "--out", str(tmp_path / "no" / "r.html"), "--db", str(db))
+    assert nowhere.returncode == 2 and "cannot write" in nowhere.stderr
+
+
+def _install_browser() -> str:
+    """Debian's chromium and its driver: installed here if missing and we may; else why not."""
+    if shutil.which("chromium") and shutil.which("chromedriver"):
+        return ""
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        return "chromium and chromium-driver are missing and apt-get cannot run as this user"
+    for command in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"],
+    ):
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+        )
+        if done.returncode != 0:
+            return f"could not install chromium: {' '.join(command)}: {done.stderr.strip()[-200:]}"
+    return "" if shutil.which("chromedriver") else "chromium-driver installed no chromedriver"
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    why = _install_browser()
+    if why:
+        pytest.skip(f"no headless browser: {why}")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    os.environ["SE_OFFLINE"] = "true"  # selenium must not try to download a driver
+    options = Options()
+    options.binary_location = shutil.which("chromium")
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1280,2000",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium')}",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    yield driver
+    driver.quit()
+
+
+def test_report_renders_in_a_real_browser_with_charts_and_no_errors(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        for r in _results():
+            store.save(r)
+    page = tmp_path / "report.html"
+    out = run_cli("report", "--out", str(page), "--db", str(db))
+    assert out.returncode == 0, out.stderr
+    browser.get(page.as_uri())
+    assert browser.find_element(By.TAG_NAME, "h1").text == "accelbench report"
+    assert browser.execute_script("return window.hacked") is None  # the hostile name ran nothing
+    assert browser.find_elements(By.TAG_NAME, "script") == []
+    assert HOSTILE in browser.find_element(By.TAG_NAME, "body").text  # shown as text
+    charts = browser.find_elements(By.CSS_SELECTOR, "img.chart")
+    assert len(charts) >= 3
+    for chart in charts:  # each chart decoded and drawn
+        assert browser.execute_script(
+            "return arguments[0].complete && arguments[0].naturalWidth > 0", chart
+        )
+    fetched = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
+    )
+    assert [url for url in fetched if not url.startswith("data:")] == []
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []
+    browser.save_screenshot(str(tmp_path / "report.png"))
