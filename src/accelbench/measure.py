@@ -32,7 +32,7 @@ class StopRule:
 
     blocks: int | None = None
     warmup: int = 1
-    max_time: float = 30.0
+    max_time: float = 20.0
     min_blocks: int = 10
     max_blocks: int = 100_000
     target_ci: float = 0.02

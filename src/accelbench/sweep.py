@@ -16,7 +16,6 @@ from .workloads import Workload, WorkloadRef
 
 __all__ = ["Sweep", "Config"]
 
-DEFAULT_MAX_TIME = 20.0  # seconds of timed blocks per configuration, for the adaptive rule
 
 
 @dataclass(frozen=True)
@@ -55,9 +54,9 @@ class Sweep:
         blocks = self.blocks
         if blocks is None and self.max_time is None:
             blocks = workload.default_blocks
-        return StopRule(
-            blocks=blocks, max_time=self.max_time or DEFAULT_MAX_TIME, warmup=self.warmup
-        )
+        if self.max_time is None:
+            return StopRule(blocks=blocks, warmup=self.warmup)
+        return StopRule(blocks=blocks, max_time=self.max_time, warmup=self.warmup)
 
     def configs(self, workloads: Sequence[Workload], devices: Sequence[Device]) -> list[Config]:
         """Every configuration, in a stable order (workload, device, then the options)."""
