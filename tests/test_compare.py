@@ -22,7 +22,7 @@ def _result(seconds, device="cpu", precision="fp32", host="laptop", sweep="s1", 
         spec=RunSpec("seed-cnn", device, 64, 20, precision=precision),
         status="ok",
         measurement=Measurement(samples),
-        environment={"host": host},
+        environment={"host": host, "machine": host},
         sweep=sweep,
     )
 
