@@ -198,6 +198,32 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help="CPU threads for PyTorch (default: PyTorch's choice)",
     )
+    parallel = run.add_argument_group("data parallelism (torch.distributed, DDP)")
+    parallel.add_argument(
+        "--nproc-per-node",
+        type=_list_of(_count(1)),
+        default=(1,),
+        metavar="LIST",
+        help="training processes per node, one device each: "
+        "NCCL on CUDA, gloo on the CPU; 1 is always measured too, for the "
+        "scaling efficiency (default: 1)",
+    )
+    parallel.add_argument(
+        "--nnodes", type=_count(1), default=1, metavar="M", help="nodes taking part (default: 1)"
+    )
+    parallel.add_argument(
+        "--node-rank",
+        type=_count(0),
+        default=0,
+        metavar="R",
+        help="this node's rank, with --nnodes > 1",
+    )
+    parallel.add_argument(
+        "--rdzv-endpoint",
+        default="",
+        metavar="HOST:PORT",
+        help="where the nodes meet, with --nnodes > 1",
+    )
     timing = run.add_argument_group("timing")
     timing.add_argument(
         "--epochs",

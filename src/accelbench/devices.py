@@ -173,6 +173,22 @@ class Device:
     def can_capture_graphs(self) -> bool:
         return self.backend.can_capture_graphs
 
+    @property
+    def dist_backend(self) -> str | None:
+        """The torch.distributed backend for data parallelism here, or None if there is none."""
+        return self.backend.dist_backend
+
+    def for_rank(self, local_rank: int) -> Device:
+        """The device a data-parallel process of this node uses: the next GPU for each rank;
+        every rank shares the one CPU."""
+        if not self.backend.indexed:
+            return self
+        return resolve_devices(f"{self.kind}:{self.index + local_rank}")[0]
+
+    def ddp_device_ids(self) -> list[int] | None:
+        """What DistributedDataParallel's device_ids wants: the GPU's index, None on a CPU."""
+        return [self.index] if self.backend.indexed else None
+
     def capture_graph(self, step: Callable[[], None]) -> Callable[[], None]:
         """Capture `step` into a device graph and return a function that replays it."""
         return self.backend.capture_graph(self.index, step)
@@ -220,6 +236,7 @@ class _Backend:
         return {}
 
     can_capture_graphs = False
+    dist_backend: str | None = None
 
     def power_meter(self, index: int) -> PowerMeter:
         return PowerMeter(None, f"accelbench knows no power counter for {self.kind} devices")
@@ -236,6 +253,7 @@ class _Cpu(_Backend):
 
     kind = "cpu"
     indexed = False
+    dist_backend = "gloo"
 
     def discover(self) -> list[Device]:
         details = (
@@ -343,6 +361,7 @@ class _Cuda(_Backend):
         )
 
     can_capture_graphs = True
+    dist_backend = "nccl"  # RCCL on ROCm builds, under the same name
 
     def power_meter(self, index: int) -> PowerMeter:
         if torch.version.hip is not None:
@@ -433,6 +452,7 @@ class _Xpu(_Backend):
     """Intel GPUs."""
 
     kind = "xpu"
+    dist_backend = "xccl"  # PyTorch's Intel GPU collectives (2.8 and later); not executed here
     caveat = (
         "accelbench's XPU code follows PyTorch's documented torch.xpu API, but its developers "
         "had no Intel GPU to run it on: treat these figures as unverified by us"

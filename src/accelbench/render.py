@@ -169,11 +169,33 @@ def _derived_notes(r: Result) -> list[str]:
             f"MFU against {_num(r.metrics['peak_flops'] / 1e12)} TFLOP/s "
             f"({r.metrics['peak_source']})"
         )
+    if "ranks" in r.metrics:
+        notes.append(_parallel_note(r))
     if "max_batch" in r.metrics:
         notes.append(_max_batch_note(r.metrics))
     if "probe_error" in r.metrics:
         notes.append(f"no verdict: the smaller-batch probe failed: {r.metrics['probe_error']}")
     return notes
+
+
+def _parallel_note(r: Result) -> str:
+    metrics = r.metrics
+    ranks = ", ".join(
+        f"rank {x['rank']} ({x['device']}) {_num(x['it_per_s'])} it/s" for x in metrics["ranks"]
+    )
+    text = (
+        f"{metrics['world_size']} data-parallel processes, aggregate "
+        f"{_num(r.samples_per_second or 0)} samples/s; {ranks}"
+    )
+    if "scaling_efficiency" in metrics:
+        text += (
+            f"; scaling efficiency {metrics['scaling_efficiency']:.1%} of "
+            f"{metrics['world_size']} x {_num(metrics['single_process_samples_per_s'])} "
+            "samples/s (one process)"
+        )
+    elif "scaling_unavailable" in metrics:
+        text += f"; no scaling efficiency: {metrics['scaling_unavailable']}"
+    return text
 
 
 def _max_batch_note(metrics: dict[str, Any]) -> str:

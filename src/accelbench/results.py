@@ -50,6 +50,7 @@ class RunSpec:
     cuda_graphs: bool = False
     threads: int = 0  # CPU threads for PyTorch; 0 leaves PyTorch's default
     backend: str = "torch"
+    processes: int = 1  # data-parallel processes (DistributedDataParallel), one device each
 
     @property
     def label(self) -> str:
@@ -65,6 +66,8 @@ class RunSpec:
             parts.append(f"{self.threads} threads")
         if self.backend != "torch":
             parts.append(self.backend)
+        if self.processes > 1:
+            parts.append(f"x{self.processes} processes")
         return " ".join(parts)
 
 
@@ -91,7 +94,8 @@ class Result:
 
     @property
     def samples_per_block(self) -> int:
-        return self.spec.batch_size * self.spec.steps_per_block
+        """Samples one block processes, over all data-parallel processes (each has a batch)."""
+        return self.spec.batch_size * self.spec.steps_per_block * self.spec.processes
 
     @property
     def samples_per_second(self) -> float | None:

@@ -14,11 +14,12 @@ from dataclasses import dataclass, replace
 from .analysis import Analyzer
 from .cli import DEFAULT_WORKLOAD
 from .devices import Device, resolve_devices
+from .dist import Launch
 from .env import fingerprint
 from .errors import UsageError
-from .results import Result
+from .results import Result, RunSpec
 from .steps import unsupported_reason
-from .store import Store
+from .store import Filters, Store
 from .sweep import Config, Sweep, run_configs
 from .track import progress_bar
 from .worker import run_isolated
@@ -36,6 +37,7 @@ class Plan:
     timeout: float
     verdict: bool = True  # probe a smaller batch for the bottleneck verdict
     max_batch: bool = False  # search each configuration's largest batch instead
+    launch: Launch = Launch()  # where data-parallel processes run
 
 
 def plan(args: argparse.Namespace) -> Plan:
@@ -57,6 +59,7 @@ def plan(args: argparse.Namespace) -> Plan:
         compile=tuple("" if mode == "off" else mode for mode in args.compile),
         cuda_graphs=args.cuda_graphs,
         threads=args.threads,
+        processes=_world_sizes(args),
         blocks=args.epochs,
         max_time=args.max_time,
         warmup=args.warmup,
@@ -64,6 +67,7 @@ def plan(args: argparse.Namespace) -> Plan:
     configs = sweep.configs([workloads[r] for r in refs], devices)
     if args.max_batch and args.batch_sizes != (None,):
         raise UsageError("--max-batch searches the batch size itself; drop --batch-sizes")
+    launch = _launch(args)
     return Plan(
         sweep,
         configs,
@@ -72,6 +76,25 @@ def plan(args: argparse.Namespace) -> Plan:
         args.timeout,
         verdict=not args.no_verdict and not args.max_batch,
         max_batch=args.max_batch,
+        launch=launch,
+    )
+
+
+def _world_sizes(args: argparse.Namespace) -> tuple[int, ...]:
+    """Total processes per configuration: 1 first (the baseline of the scaling efficiency)."""
+    return tuple(sorted({1} | {n * args.nnodes for n in args.nproc_per_node}))
+
+
+def _launch(args: argparse.Namespace) -> Launch:
+    if args.nnodes > 1 and not args.rdzv_endpoint:
+        raise UsageError("--nnodes above 1 needs --rdzv-endpoint HOST:PORT where the nodes meet")
+    if args.node_rank >= args.nnodes:
+        raise UsageError(f"--node-rank {args.node_rank} is not below --nnodes {args.nnodes}")
+    return Launch(
+        nodes=args.nnodes,
+        node_rank=args.node_rank,
+        endpoint=args.rdzv_endpoint,
+        timeout=args.timeout,
     )
 
 
@@ -91,6 +114,8 @@ def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False
     done = store.done_specs(plan.sweep.id) if resume else set()
     todo = [c for c in plan.configs if c.spec not in done]
     analyze = Analyzer(store.calibrations())
+    # Single-process results of this sweep, the baseline of the data-parallel efficiency.
+    singles = {r.spec: r for r in store.results(Filters(sweep=plan.sweep.id)) if resume}
     with progress_bar(disable=quiet) as bar:
         overall = bar.add_task("configurations", total=len(todo))
 
@@ -104,11 +129,33 @@ def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False
             else:
                 result = _run_one(plan, config, on_block=advance)
             result = analyze(result, plan.workloads[config.ref], plan.devices[spec.device])
+            if spec.processes == 1 and result.measurement is not None:
+                singles[spec] = result
+            result = _with_scaling(result, singles)
             bar.remove_task(task)
             bar.advance(overall)
             return result
 
         return run_configs(todo, run, plan.sweep.id, on_result=store.save)
+
+
+def _with_scaling(result: Result, singles: dict[RunSpec, Result]) -> Result:
+    """Data-parallel results get their scaling efficiency: aggregate throughput over N times
+    the single-process throughput of the same configuration, measured in the same sweep."""
+    n, aggregate = result.spec.processes, result.samples_per_second
+    if n == 1 or aggregate is None:
+        return result
+    single = singles.get(replace(result.spec, processes=1))
+    if single is None or single.samples_per_second is None:
+        extra: dict[str, object] = {
+            "scaling_unavailable": "the single-process run of this configuration is missing"
+        }
+    else:
+        extra = {
+            "single_process_samples_per_s": single.samples_per_second,
+            "scaling_efficiency": aggregate / (n * single.samples_per_second),
+        }
+    return replace(result, metrics={**result.metrics, **extra})
 
 
 def _search_max_batch(plan: Plan, config: Config, on_block: Callable[[int, float], None]) -> Result:
@@ -140,8 +187,15 @@ def _run_one(plan: Plan, config: Config, on_block: Callable[[int, float], None])
     if reason:
         result = Result(spec=config.spec, status="unsupported", error=reason)
     else:
+        launch = plan.launch if config.spec.processes > 1 else None
         result = run_isolated(
-            config.spec, config.ref, config.stop, plan.timeout, on_block, probe=plan.verdict
+            config.spec,
+            config.ref,
+            config.stop,
+            plan.timeout,
+            on_block,
+            probe=plan.verdict,
+            launch=launch,
         )
     if not result.environment:  # the worker died before it could describe its machine
         result = replace(result, environment=fingerprint(device))

@@ -17,6 +17,8 @@ from .workloads import Workload, WorkloadRef
 __all__ = ["Sweep", "Config"]
 
 
+DATA_PARALLEL_BLOCKS = 20  # timed blocks per rank when neither --epochs nor the workload fixes it
+
 
 @dataclass(frozen=True)
 class Config:
@@ -40,6 +42,7 @@ class Sweep:
     compile: tuple[str, ...] = ("",)
     cuda_graphs: tuple[bool, ...] = (False,)
     threads: tuple[int, ...] = (0,)
+    processes: tuple[int, ...] = (1,)  # data-parallel world sizes, ascending
     blocks: int | None = None  # fixed count; else the workload's default or the adaptive rule
     max_time: float | None = None
     warmup: int = 1
@@ -50,10 +53,11 @@ class Sweep:
         text = json.dumps(asdict(self), sort_keys=True, default=str)
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
-    def stop_rule(self, workload: Workload) -> StopRule:
+    def stop_rule(self, workload: Workload, processes: int = 1) -> StopRule:
         blocks = self.blocks
-        if blocks is None and self.max_time is None:
-            blocks = workload.default_blocks
+        if blocks is None and (self.max_time is None or processes > 1):
+            # Data-parallel ranks step together, so they must all time the same count.
+            blocks = workload.default_blocks or (DATA_PARALLEL_BLOCKS if processes > 1 else None)
         if self.max_time is None:
             return StopRule(blocks=blocks, warmup=self.warmup)
         return StopRule(blocks=blocks, max_time=self.max_time, warmup=self.warmup)
@@ -69,11 +73,12 @@ class Sweep:
             self.compile,
             self.cuda_graphs,
             self.threads,
+            self.processes,
         )
         combos = list(options)
         for ref, workload in zip(self.workloads, workloads, strict=True):
             for device in devices:
-                for mode, precision, batch, layout, compile_mode, graphs, threads in combos:
+                for mode, precision, batch, layout, compile_mode, graphs, threads, world in combos:
                     spec = make_spec(
                         workload,
                         device,
@@ -84,8 +89,9 @@ class Sweep:
                         compile=compile_mode,
                         cuda_graphs=graphs,
                         threads=threads,
+                        processes=world,
                     )
-                    out.append(Config(spec, ref, self.stop_rule(workload)))
+                    out.append(Config(spec, ref, self.stop_rule(workload, world)))
         return out
 
 

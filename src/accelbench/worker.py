@@ -9,7 +9,9 @@ an early death into an "error" result, and never leaves the process behind.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -17,6 +19,7 @@ from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
 
+from .dist import Launch
 from .measure import StopRule
 from .results import Result, RunSpec
 from .workloads import WorkloadRef
@@ -31,11 +34,18 @@ def run_isolated(
     timeout: float,
     on_block: Callable[[int, float], None] | None = None,
     probe: bool = True,
+    launch: Launch | None = None,
 ) -> Result:
-    """Run `spec` in a fresh process; give up after `timeout` seconds."""
+    """Run `spec` in a fresh process; give up after `timeout` seconds.
+
+    With `spec.processes` > 1 the worker launches the data-parallel ranks (`launch` says where);
+    the time limit covers them, and they are stopped with the worker.
+    """
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_worker, args=(sender, spec, ref, stop, probe), daemon=True)
+    launch = launch or Launch(timeout=timeout)
+    args = (sender, spec, ref, stop, probe, launch)
+    process = context.Process(target=_worker, args=args, daemon=False)
     process.start()
     sender.close()  # so the parent sees EOF when the child dies
     failed = Result(
@@ -90,9 +100,11 @@ def _end(process: Any, grace: float) -> None:
     if process.is_alive():
         process.terminate()
         process.join(timeout=5)
-    if process.is_alive():
-        process.kill()
-        process.join()
+    # The worker leads its own process group: ending the group ends whatever it started too
+    # (data-parallel ranks, compiler subprocesses), so nothing is left behind.
+    with contextlib.suppress(ProcessLookupError, PermissionError, AttributeError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.join()
 
 
 def _exit_reason(code: int | None) -> str:
@@ -107,25 +119,49 @@ def _exit_reason(code: int | None) -> str:
 
 
 def _worker(
-    sender: Connection, spec: RunSpec, ref: WorkloadRef, stop: StopRule, probe: bool
+    sender: Connection,
+    spec: RunSpec,
+    ref: WorkloadRef,
+    stop: StopRule,
+    probe: bool,
+    launch: Launch,
 ) -> None:
-    """The child: find the workload and device again, run, send the Result."""
-    from .devices import resolve_devices
-    from .runner import one_line, run_config
-    from .workloads import load_workload
+    """The child: run, and send the Result whatever happens short of dying."""
+    from .runner import one_line
 
+    with contextlib.suppress(AttributeError, PermissionError):
+        os.setsid()  # lead a process group, so the parent can end everything this starts
     try:
-        workload = load_workload(ref)
-        device = resolve_devices(spec.device)[0]
-        result = run_config(
-            spec,
-            workload,
-            device,
-            stop,
-            probe=probe,
-            on_block=lambda i, s: sender.send(("block", i, s)),
-        )
+        result = _run(sender, spec, ref, stop, probe, launch)
     except Exception as exc:  # even loading failed: still a result, never a lost config
         result = Result(spec=spec, status="error", error=one_line(exc))
     sender.send(("result", result))
     sender.close()
+
+
+def _run(
+    sender: Connection,
+    spec: RunSpec,
+    ref: WorkloadRef,
+    stop: StopRule,
+    probe: bool,
+    launch: Launch,
+) -> Result:
+    """Find the workload and device again in this process, and measure."""
+    from .devices import resolve_devices
+    from .runner import run_config
+    from .workloads import load_workload
+
+    if spec.processes > 1:
+        from .dist import run_data_parallel
+
+        return run_data_parallel(spec, ref, stop, launch)
+    device = resolve_devices(spec.device)[0]
+    return run_config(
+        spec,
+        load_workload(ref),
+        device,
+        stop,
+        probe=probe,
+        on_block=lambda i, s: sender.send(("block", i, s)),
+    )

@@ -7,13 +7,18 @@ before the step function is built, or to the step function itself.
 
 from __future__ import annotations
 
+import importlib
+
 from .base import Prepared, Step, active_steps, register, unsupported_reason
 
 __all__ = ["Prepared", "Step", "active_steps", "register", "unsupported_reason"]
 
 
 def _load() -> None:
-    from . import compile, graphs, layout, precision, threads  # noqa: F401  (they register)
+    # Registration order is application order: the layout before DDP wraps the model, DDP
+    # before compile (PyTorch compiles the DDP module), graphs last, around the built step.
+    for module in ("threads", "precision", "layout", "parallel", "compile", "graphs"):
+        importlib.import_module(f".{module}", __name__)  # each registers its step
 
 
 _load()
