@@ -71,6 +71,19 @@ def test_devices_on_two_machines_are_told_apart():
     assert sorted(r.value for r in rows) == ["laptop/cpu", "server/cpu"]
 
 
+def test_compare_by_batch_uses_samples_per_second_in_numeric_order():
+    small = _result(0.1)  # batch 64: 10 it/s = 12,800 samples/s (20 steps of 64)
+    big = Result(
+        spec=RunSpec("seed-cnn", "cpu", 128, 20),
+        status="ok",
+        measurement=Measurement(tuple(0.15 * (1 + 0.01 * i) for i in range(10))),
+        environment={"host": "laptop", "machine": "laptop"},
+    )
+    rows = compare([big, small], "batch").rows
+    assert [r.value for r in rows] == ["64", "128"]  # 64 first: numbers, not text, order
+    assert rows[1].speedup.ratio == pytest.approx((128 / 0.15) / (64 / 0.1), rel=0.05)
+
+
 def test_unknown_dimension():
     with pytest.raises(UsageError, match="cannot compare by 'colour'; valid: device"):
         compare([], "colour")
@@ -121,6 +134,14 @@ def test_cli_regression_gate_exit_codes(tmp_path):
     assert missing.returncode == 2 and "no stored result or sweep 'nope'" in missing.stderr
     half = run_cli("compare", "--baseline", "before", "--db", str(db))
     assert half.returncode == 2 and "go together" in half.stderr
+    with Store(db) as store:
+        store.save(
+            Result(
+                spec=_result(1.0).spec, status="oom", error="CUDA out of memory", sweep="crashed"
+            )
+        )
+    crashed = run_cli("compare", "--baseline", "before", "--candidate", "crashed", "--db", str(db))
+    assert crashed.returncode == 1 and "REGRESSION" in crashed.stdout
     bad = run_cli("compare", "--threshold", "lots", "--db", str(db))
     assert bad.returncode == 2 and "is not a percentage" in bad.stderr
 

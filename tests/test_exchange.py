@@ -98,6 +98,18 @@ BAD_FILES = {
         lambda p: _broken(p, lambda d: d["results"][0].update(status="great")),
         "unknown status 'great'",
     ),
+    "text batch": (
+        lambda p: _broken(p, lambda d: d["results"][0]["spec"].update(batch_size="x")),
+        "spec 'batch_size' has the wrong type (str)",
+    ),
+    "zero steps": (
+        lambda p: _broken(p, lambda d: d["results"][0]["spec"].update(steps_per_block=0)),
+        "spec 'steps_per_block' must be 1 or more",
+    ),
+    "odd environment": (
+        lambda p: _broken(p, lambda d: d["results"][0]["environment"].update(host=[1, 2])),
+        "environment must map names to text",
+    ),
     "bad spec": (
         lambda p: _broken(p, lambda d: d["results"][0]["spec"].update(colour="red")),
         "spec has fields",
@@ -117,6 +129,22 @@ def test_bad_files_are_refused_in_one_line_and_the_database_is_unchanged(exporte
     assert out.returncode == 2
     assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert digest(db) == before
+
+
+def test_options_given_before_the_action_are_kept(tmp_path):
+    db = tmp_path / "a.db"
+    with Store(db) as store:
+        store.save(_result(device="cpu"))
+    out_file = tmp_path / "e.json"
+    assert run_cli("results", "--db", str(db), "export", "--out", str(out_file)).returncode == 0
+    assert len(read_export(out_file)) == 1
+    none = run_cli(
+        "results", "--workload", "nothing", "--db", str(db), "export", "--out", str(out_file)
+    )
+    assert "exported 0 result(s)" in none.stdout
+    other = tmp_path / "b.db"
+    run_cli("results", "--db", str(other), "import", str(out_file), cwd=tmp_path)
+    assert other.exists() and not (tmp_path / "accelbench.db").exists()
 
 
 def test_read_export_names_a_missing_file(tmp_path):

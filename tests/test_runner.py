@@ -1,6 +1,9 @@
+from dataclasses import replace
+
 import torch
 
-from accelbench.devices import resolve_devices
+from accelbench.devices import _Cpu, resolve_devices
+from accelbench.power import PowerMeter
 from accelbench.runner import run_one
 from accelbench.workloads import get_workload
 from accelbench.workloads.seed import SeedMLP
@@ -54,3 +57,35 @@ def test_unsupported_options_are_results_with_the_reason():
 def test_setup_time_is_kept_apart():
     result = run_one(get_workload("mlp"), CPU, blocks=3)
     assert result.metrics["setup_s"] > 0
+
+
+class _StillCounter:
+    """A power source whose energy counter never advanced (as NVML's can over short runs)."""
+
+    name = "still"
+
+    def available(self):
+        return None
+
+    def start(self):
+        pass
+
+    def stop(self):
+        from accelbench.power import PowerReading
+
+        return PowerReading(
+            average_watts=0.0, joules=0.0, seconds=0.05, samples=2, source="a still counter"
+        )
+
+
+class _StillCpu(_Cpu):
+    def power_meter(self, index):
+        return PowerMeter(_StillCounter())
+
+
+def test_a_counter_that_did_not_advance_leaves_the_measurement_standing():
+    device = replace(CPU, backend=_StillCpu())
+    result = run_one(get_workload("mlp"), device, blocks=3)
+    assert result.status == "ok" and len(result.measurement.samples) == 3
+    assert "read no energy" in result.metrics["power_unavailable"]
+    assert "joules_per_sample" not in result.metrics

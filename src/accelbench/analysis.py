@@ -93,9 +93,10 @@ class Analyzer:
             flops_per_step=flops_per_step,
             peak_flops=peak,
             bandwidth=peaks.bandwidth if peaks else None,
-            # Each byte of the peak working set is written once and read once per step, at
-            # least: a lower bound on traffic, so intensity is an upper bound.
-            bytes_per_step=2.0 * memory if memory else None,
+            # A training step writes its saved activations and reads them back; inference
+            # mostly reads. The peak working set once (inference) or twice (training) estimates
+            # the step's traffic; caches in the peak make it rough, so the verdict says so.
+            bytes_per_step=(2.0 if spec.mode == "train" else 1.0) * memory if memory else None,
         )
         out["verdict"] = judge(timing).to_dict()
         return out

@@ -22,6 +22,7 @@ MODES = ("train", "infer")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 SWITCH = {"off": False, "on": True}
+_MOST = 10**9  # no count accelbench takes is larger; SQLite's integers end at 2**63
 COMPARE_BY = (
     "device",
     "machine",
@@ -52,6 +53,8 @@ def _count(minimum: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        if value > _MOST:
+            raise argparse.ArgumentTypeError(f"must be at most {_MOST:,}, got {value:,}")
         return value
 
     return parse
@@ -244,7 +247,8 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
         type=_count(0),
         default=1,
         metavar="N",
-        help="warm-up its before timing (default: 1)",
+        help="warm-up its before timing (default: 1; the --max-time rule runs at least 2, the "
+        "last of which sizes its samples)",
     )
     timing.add_argument(
         "--timeout",
@@ -384,12 +388,20 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_options(results)
     results.set_defaults(handler=_cmd_results)
     actions = results.add_subparsers(dest="action", metavar="ACTION")
-    export = actions.add_parser("export", help="write the chosen results to a JSON file")
+    # Options an action repeats must not reset what was given before it (`results --db X
+    # export`): absent there, they keep the value parsed by `results` itself.
+    export = actions.add_parser(
+        "export", help="write the chosen results to a JSON file", argument_default=argparse.SUPPRESS
+    )
     export.add_argument("--out", required=True, metavar="FILE", help="the file to write")
     _add_filters(export)
     _add_output_options(export)
     export.set_defaults(handler=_cmd_export)
-    import_ = actions.add_parser("import", help="add the results of export files (idempotent)")
+    import_ = actions.add_parser(
+        "import",
+        help="add the results of export files (idempotent)",
+        argument_default=argparse.SUPPRESS,
+    )
     import_.add_argument("files", nargs="+", metavar="FILE", help="files from `results export`")
     _add_output_options(import_)
     import_.set_defaults(handler=_cmd_import)
@@ -561,7 +573,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                     [
                         {
                             "spec": c.baseline.to_dict()["spec"],
-                            "speedup": c.speedup.to_dict(),
+                            "speedup": c.speedup.to_dict() if c.speedup else None,
+                            "candidate_status": c.candidate.status,
                             "regression": c.regression,
                         }
                         for c in changes
@@ -591,7 +604,8 @@ def _run(store: Any, ref: str) -> Any:
     """The results of a RUN: a result id, or a sweep id."""
     from .store import Filters
 
-    filters = Filters(id=int(ref)) if ref.isdigit() else Filters(sweep=ref)
+    # Sweep ids are 12 hex digits; a result id is a shorter number.
+    filters = Filters(id=int(ref)) if ref.isdigit() and len(ref) < 12 else Filters(sweep=ref)
     results = store.results(filters)
     if not results:
         raise UsageError(f"no stored result or sweep {ref!r}; see `accelbench results`")

@@ -1,6 +1,7 @@
 """Results side by side: speedups with bootstrap confidence intervals, and regression checks.
 
-A speedup is the ratio of two medians of per-sample rates. Its 95% interval comes from the raw
+A speedup is the ratio of two medians of per-sample throughputs (samples/s, so that different
+batch sizes and workloads compare fairly). Its 95% interval comes from the raw
 samples by the bootstrap (scipy's, percentile method): resample each side, take the ratio of the
 medians, repeat. Where the interval holds 1.0 the difference is not significant, and is marked
 so: seed 000's author could not tell a difference from noise; this can.
@@ -33,7 +34,7 @@ RESAMPLES = 2000
 
 @dataclass(frozen=True)
 class Speedup:
-    ratio: float  # candidate's median rate over the baseline's
+    ratio: float  # candidate's median samples/s over the baseline's
     low: float
     high: float
 
@@ -55,9 +56,10 @@ class Speedup:
 
 
 def _rates(result: Result) -> np.ndarray:
+    """Samples per second of each timed sample: comparable across batch sizes and workloads."""
     m = result.measurement
     assert m is not None
-    return m.repeat / np.asarray(m.samples, dtype=float)
+    return m.repeat * result.samples_per_block / np.asarray(m.samples, dtype=float)
 
 
 def speedup(candidate: Result, baseline: Result, seed: int = 0) -> Speedup:
@@ -149,7 +151,7 @@ def compare(results: Sequence[Result], by: str, baseline_value: str | None = Non
     for (group, _), members in groups.items():
         base_value = _pick_baseline(members, wanted)
         base = members.get(base_value) if base_value else None
-        for value, r in sorted(members.items()):
+        for value, r in sorted(members.items(), key=lambda item: _order(item[0])):
             ratio = speedup(r, base) if base is not None and r is not base else None
             rows.append(Row(group, value, r, base, ratio))
     return Comparison(by, tuple(rows), wanted)
@@ -174,30 +176,41 @@ def _pick_baseline(members: dict[str, Result], wanted: str) -> str | None:
     matching = sorted(v for v in members if v.split("/")[-1] == wanted)
     if matching:
         return matching[0]
-    return None if wanted else sorted(members)[0]
+    return None if wanted else min(members, key=_order)
+
+
+def _order(value: str) -> tuple[int, float, str]:
+    """Numbers (batch sizes, thread counts) in numeric order, before names in text order."""
+    try:
+        return (0, float(value), "")
+    except ValueError:
+        return (1, 0.0, value)
 
 
 @dataclass(frozen=True)
 class Change:
-    """One configuration measured in both runs."""
+    """One configuration measured in the baseline run, and what the candidate run made of it."""
 
     spec: RunSpec
     baseline: Result
     candidate: Result
-    speedup: Speedup
+    speedup: Speedup | None  # None when the candidate failed
     regression: bool
 
 
 def compare_runs(
     baseline: Sequence[Result], candidate: Sequence[Result], threshold: float
 ) -> list[Change]:
-    """Match configurations between two runs; a regression is a significant slowdown of more
-    than `threshold` (0.05 for 5%)."""
+    """Match configurations between two runs. A regression is a significant slowdown of more
+    than `threshold` (0.05 for 5%), or a failure where the baseline succeeded."""
     before = {r.spec: r for r in reversed(baseline) if r.measurement}  # newest wins
     changes = []
     for r in candidate:
         base = before.get(r.spec)
-        if base is None or r.measurement is None:
+        if base is None:
+            continue
+        if r.measurement is None:
+            changes.append(Change(r.spec, base, r, None, True))
             continue
         ratio = speedup(r, base)
         regression = ratio.ratio < 1 - threshold and ratio.high < 1.0

@@ -79,7 +79,9 @@ def measure(
     """
     report = on_block or (lambda i, seconds: None)
     warmup: list[float] = []
-    for i in range(stop.warmup):
+    # The adaptive rule sizes its samples from the last warm-up block, which must come after
+    # the first (compilation and first-call costs land there): at least two then.
+    for i in range(stop.warmup if stop.blocks is not None else max(stop.warmup, 2)):
         warmup.append(_time(run_block, new_timer, 1))
         report(i, warmup[-1])
     repeat = _repeat(stop, warmup)

@@ -344,7 +344,7 @@ def compare_table(comparison: Any, width: int = 120) -> str:
             versus,
         )
     notes = [
-        "speedup = ratio of median it/s; its 95% CI is a bootstrap over the raw samples; "
+        "speedup = ratio of median samples/s; its 95% CI is a bootstrap over the raw samples; "
         "(n.s.) marks a difference the interval cannot tell from none"
     ]
     if not comparison.rows:
@@ -365,19 +365,17 @@ def changes_table(changes: Sequence[Any], threshold: float, width: int = 120) ->
     )
     table = _table(f"regression check (threshold {threshold:.0%})", headers, left_columns=3)
     for c in changes:
-        verdict = (
-            "REGRESSION"
-            if c.regression
-            else ("faster" if c.speedup.significant and c.speedup.ratio > 1 else "ok")
-        )
+        faster = c.speedup is not None and c.speedup.significant and c.speedup.ratio > 1
+        verdict = "REGRESSION" if c.regression else ("faster" if faster else "ok")
+        cand = c.candidate.measurement
         table.add_row(
             c.spec.workload,
             c.spec.device,
             c.spec.label,
             _num(c.baseline.measurement.rate.median),
-            _num(c.candidate.measurement.rate.median),
-            c.speedup.text(),
+            _num(cand.rate.median) if cand else c.candidate.status.upper(),
+            c.speedup.text() if c.speedup else f"failed: {c.candidate.error}",
             verdict,
         )
-    notes = [] if changes else ["no configuration was measured in both runs"]
+    notes = [] if changes else ["no configuration of the baseline run is in the candidate run"]
     return _render(table, notes, width)

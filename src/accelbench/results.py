@@ -207,7 +207,28 @@ def _check_record(record: Any) -> None:
         spec
     ):
         raise ValueError(f"spec has fields {sorted(spec)}; expected some of {sorted(names)}")
+    _check_spec(spec)
+    environment = record["environment"]
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in environment.items()):
+        raise ValueError("environment must map names to text")
     if not all(isinstance(s, (int, float)) and s > 0 for s in record["samples"] + record["warmup"]):
         raise ValueError("samples must be positive numbers of seconds")
     if record["repeat"] < 1:
         raise ValueError("repeat must be 1 or more")
+
+
+_SPEC_TYPES = {"str": str, "int": int, "bool": bool}
+_AT_LEAST_ONE = ("batch_size", "steps_per_block", "processes")
+
+
+def _check_spec(spec: dict[str, Any]) -> None:
+    declared = {f.name: _SPEC_TYPES[str(f.type)] for f in fields(RunSpec)}
+    for name, value in spec.items():
+        kind = declared[name]
+        if isinstance(value, bool) is not (kind is bool) or not isinstance(value, kind):
+            raise ValueError(f"spec {name!r} has the wrong type ({type(value).__name__})")
+    for name in _AT_LEAST_ONE:
+        if name in spec and spec[name] < 1:
+            raise ValueError(f"spec {name!r} must be 1 or more, not {spec[name]}")
+    if spec.get("threads", 0) < 0:
+        raise ValueError("spec 'threads' must not be negative")

@@ -70,13 +70,13 @@ def run_config(
             measurement = measure(block_function(prep), device.timer, stop, on_block, meter)
             memory = device.peak_memory()
             del prep  # free the device for the probe
-            metrics = {"setup_s": setup, **_power(meter, measurement, spec)}
-            if probe:
-                metrics.update(_probe(spec, workload, device))
+            probed = _probe(spec, workload, device) if probe else {}
     except torch.cuda.OutOfMemoryError as exc:
         return replace(base, status="oom", error=one_line(exc))
     except Exception as exc:  # a failure is data: the sweep goes on
         return replace(base, error=one_line(exc))
+    # The measurement stands whatever happens below: derived figures only add to it.
+    metrics = {"setup_s": setup, **_power(meter, measurement, spec), **probed}
     return replace(
         base,
         status="ok",
@@ -91,6 +91,11 @@ def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[s
     reading = meter.reading
     if reading is None:
         return {"power_unavailable": meter.unavailable_reason}
+    if reading.joules <= 0 or reading.average_watts <= 0:  # the counter did not advance
+        return {
+            "power_unavailable": f"power not measurable here: {reading.source} read no "
+            f"energy over {reading.seconds:.2f} s (its counter steps coarsely); time longer"
+        }
     timed = sum(measurement.samples)
     samples = len(measurement.samples) * measurement.repeat * spec.batch_size
     samples *= spec.steps_per_block

@@ -46,15 +46,20 @@ class Verdict:
 
 
 def judge(t: Timing) -> Verdict:
+    if not (t.probe_batch and t.probe_step_s and t.probe_batch < t.batch):
+        # Without the smaller batch, launch-bound cannot be ruled out (batch 1 is the likeliest
+        # case of all), so no other verdict may be given either.
+        return Verdict(
+            "undetermined",
+            "no verdict: the step was not timed at a smaller batch "
+            "(batch 1, --no-verdict, --max-batch, data-parallel, or the probe failed)",
+        )
     launch = _launch_bound(t)
     if launch is not None:
         return launch
-    scaled = "not probed at a smaller batch"
-    if t.probe_batch and t.probe_step_s:
-        scaled = (
-            f"{t.batch / t.probe_batch:.0f}x the batch took "
-            f"{t.step_s / t.probe_step_s:.2f}x the time"
-        )
+    scaled = (
+        f"{t.batch / t.probe_batch:.0f}x the batch took {t.step_s / t.probe_step_s:.2f}x the time"
+    )
     if t.flops_per_step is None or t.peak_flops is None:
         return Verdict(
             "undetermined",
@@ -64,14 +69,14 @@ def judge(t: Timing) -> Verdict:
         )
     mfu = t.flops_per_step / t.step_s / t.peak_flops
     if t.bandwidth and t.bytes_per_step:
-        # The byte count is a lower bound, so the intensity is an upper bound: below the ridge
-        # point the step is memory-bound for certain; above it, only a high MFU says compute.
+        # The byte count is an estimate meant as a lower bound (see analysis), so the intensity
+        # is meant as an upper bound; above the ridge point only a high MFU says compute.
         intensity = t.flops_per_step / t.bytes_per_step
         ridge = t.peak_flops / t.bandwidth
         if intensity < ridge:
             return Verdict(
                 "memory-bound",
-                f"memory-bound: {scaled}; at most {intensity:.0f} "
+                f"memory-bound: {scaled}; about {intensity:.0f} (estimated) "
                 f"FLOP/byte against the device's ridge point of {ridge:.0f}; MFU "
                 f"{mfu:.0%}; fewer bytes help (bf16, channels_last, fusion by "
                 "torch.compile)",

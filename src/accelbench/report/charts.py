@@ -80,12 +80,14 @@ def memory_chart(results: Sequence[Result]) -> bytes | None:
 def ladder_chart(results: Sequence[Result]) -> bytes | None:
     """Speedup of each optimized configuration over fp32 eager, per workload and device."""
     ok = _ok(results)
-    by_spec = {r.spec: r for r in reversed(ok)}  # the newest of each configuration
+    # The newest result of each configuration on each machine: "cpu" exists on every machine.
+    by_spec = {(machine_of(r.environment), r.spec): r for r in reversed(ok)}
     labels, values = [], []
     for r in ok:
-        base = by_spec.get(
-            replace(r.spec, precision="fp32", channels_last=False, compile="", cuda_graphs=False)
+        eager = replace(
+            r.spec, precision="fp32", channels_last=False, compile="", cuda_graphs=False
         )
+        base = by_spec.get((machine_of(r.environment), eager))
         if base is None or base.spec == r.spec or base.measurement is None:
             continue
         assert r.measurement is not None
