@@ -63,7 +63,7 @@ class RunSpec:
         if self.cuda_graphs:
             parts.append("cuda_graphs")
         if self.threads:
-            parts.append(f"{self.threads} threads")
+            parts.append(f"{self.threads} thread{'s' if self.threads > 1 else ''}")
         if self.backend != "torch":
             parts.append(self.backend)
         if self.processes > 1:
