@@ -169,3 +169,21 @@ def test_report_renders_in_a_real_browser_with_charts_and_no_errors(browser, tmp
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
     browser.save_screenshot(str(tmp_path / "report.png"))
+
+
+def test_the_data_parallel_chart_appears_when_process_counts_differ():
+    from accelbench.report.charts import parallel_chart
+
+    def run(processes, seconds):
+        return Result(
+            spec=RunSpec("mlp", "cpu", 100, 1, processes=processes),
+            status="ok",
+            measurement=Measurement((seconds,) * 6),
+            environment={"host": "h", "machine": "h"},
+        )
+
+    results = [run(1, 0.01), run(2, 0.012)]
+    png = parallel_chart(results)
+    assert png is not None and png.startswith(b"\x89PNG")
+    assert parallel_chart(results[:1]) is None
+    assert "Scaling with data-parallel processes" in html_report(results)

@@ -11,7 +11,13 @@ from typing import Any
 from ..errors import UsageError
 from ..results import Result, machine_of
 
-__all__ = ["ladder_chart", "memory_chart", "scaling_chart", "throughput_chart"]
+__all__ = [
+    "ladder_chart",
+    "memory_chart",
+    "parallel_chart",
+    "scaling_chart",
+    "throughput_chart",
+]
 
 
 def _pyplot() -> Any:
@@ -116,4 +122,37 @@ def scaling_chart(results: Sequence[Result]) -> bytes | None:
     axes.set_ylabel("samples/s")
     axes.set_title("scaling with batch size")
     axes.legend(fontsize=7)
+    return _png(figure)
+
+
+def parallel_chart(results: Sequence[Result]) -> bytes | None:
+    """Aggregate samples/s and scaling efficiency against the number of data-parallel processes,
+    for configurations measured with more than one process."""
+    series: dict[str, dict[int, Result]] = {}
+    for r in _ok(results):
+        key = f"{r.spec.workload}: {_label(replace(r, spec=replace(r.spec, processes=1)))}"
+        series.setdefault(key, {}).setdefault(r.spec.processes, r)
+    series = {k: v for k, v in series.items() if len(v) > 1}
+    if not series:
+        return None
+    plt = _pyplot()
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for name, by_count in series.items():
+        counts = sorted(by_count)
+        left.plot(
+            counts, [by_count[n].samples_per_second or 0.0 for n in counts], marker="o", label=name
+        )
+        single = by_count[counts[0]].samples_per_second or 0.0
+        efficiency = (
+            [(by_count[n].samples_per_second or 0.0) / (n * single) * 100 for n in counts]
+            if counts[0] == 1 and single
+            else []
+        )
+        if efficiency:
+            right.plot(counts, efficiency, marker="o", label=name)
+    left.set(xlabel="processes", ylabel="aggregate samples/s", title="data-parallel throughput")
+    right.set(
+        xlabel="processes", ylabel="% of N x one process", title="scaling efficiency", ylim=(0, 110)
+    )
+    left.legend(fontsize=7)
     return _png(figure)

@@ -34,6 +34,7 @@ _CHARTS: tuple[tuple[str, Callable[[Sequence[Result]], bytes | None]], ...] = (
     ("Speedup ladder of the optimizations", charts.ladder_chart),
     ("Peak memory", charts.memory_chart),
     ("Scaling with batch size", charts.scaling_chart),
+    ("Scaling with data-parallel processes", charts.parallel_chart),
 )
 
 
