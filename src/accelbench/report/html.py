@@ -15,6 +15,7 @@ from .. import __version__
 from ..compare import compare
 from ..results import Result, machine_of, utc_now
 from . import charts
+from .rows import HEADERS, row_cells
 
 __all__ = ["html_report"]
 
@@ -90,37 +91,17 @@ def _comparisons(results: Sequence[Result]) -> str:
     comparison = compare(results, "device")
     rows = []
     for row in comparison.rows:
-        r, m = row.result, row.result.measurement
-        assert m is not None
-        ci = f"{m.rate.ci_low:.4g}–{m.rate.ci_high:.4g}" if m.rate.ci_low is not None else "n/a"
-        versus = row.speedup.text() if row.speedup else ("baseline" if row.baseline is r else "—")
-        rows.append(
-            [
-                (r.spec.workload, ""),
-                (row.value, ""),
-                (r.environment.get("device_model", ""), ""),
-                (r.spec.label, ""),
-                (f"{m.rate.median:.4g}", "num"),
-                (ci, "num"),
-                (f"{r.samples_per_second or 0:,.0f}", "num"),
-                (versus, "num ns" if row.speedup and not row.speedup.significant else "num"),
-                (r.metrics.get("verdict", {}).get("kind", ""), ""),
-            ]
-        )
-    headers = (
-        "workload",
-        "device",
-        "model",
-        "configuration",
-        "it/s",
-        "95% CI",
-        "samples/s",
-        "vs CPU [95% CI]",
-        "verdict",
-    )
+        cells = row_cells(row)
+        classes = ["", "", "", "", "num", "num", "num", "num"]
+        if row.speedup and not row.speedup.significant:
+            classes[-1] = "num ns"
+        verdict = row.result.metrics.get("verdict", {}).get("kind", "")
+        rows.append([*zip(cells, classes, strict=True), (verdict, "")])
+    headers = (*HEADERS, "verdict")
     note = (
         "<p>it/s: median over timed its, with the distribution-free 95% CI of the median. "
-        "vs CPU: ratio of medians against the same configuration on the CPU, with a bootstrap "
+        "vs CPU: ratio of median samples/s against the same configuration on the CPU, with a "
+        "bootstrap "
         "95% CI from the raw samples; (n.s.) marks a difference the interval cannot tell from "
         "none.</p>"
     )

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from ..compare import compare
 from ..results import Result
+from .rows import HEADERS, row_cells
 
 __all__ = ["markdown_report"]
 
@@ -17,26 +18,9 @@ def _cell(text: object) -> str:
 
 def markdown_report(results: Sequence[Result]) -> str:
     comparison = compare(results, "device")
-    lines = [
-        "| workload | device | model | configuration | it/s | 95% CI | samples/s | vs CPU |",
-        "|---|---|---|---|---:|---:|---:|---:|",
-    ]
+    lines = ["| " + " | ".join(HEADERS) + " |", "|---|---|---|---|---:|---:|---:|---:|"]
     for row in comparison.rows:
-        r, m = row.result, row.result.measurement
-        assert m is not None
-        ci = f"{m.rate.ci_low:.4g}–{m.rate.ci_high:.4g}" if m.rate.ci_low is not None else "n/a"
-        versus = row.speedup.text() if row.speedup else ("1.00x" if row.baseline is r else "—")
-        cells = [
-            r.spec.workload,
-            row.value,
-            r.environment.get("device_model", ""),
-            r.spec.label,
-            f"{m.rate.median:.4g}",
-            ci,
-            f"{(r.samples_per_second or 0):,.0f}",
-            versus,
-        ]
-        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        lines.append("| " + " | ".join(_cell(c) for c in row_cells(row)) + " |")
     failed = [r for r in results if r.measurement is None]
     for r in failed:
         lines.append(
@@ -45,7 +29,7 @@ def markdown_report(results: Sequence[Result]) -> str:
         )
     lines.append(
         "\nit/s: median over timed its; 95% CI of the median (distribution-free); "
-        "vs CPU: ratio of medians with a bootstrap 95% CI, (n.s.) = not significant. "
+        "vs CPU: ratio of median samples/s with a bootstrap 95% CI, (n.s.) = not significant. "
         "Made by accelbench."
     )
     return "\n".join(lines) + "\n"
