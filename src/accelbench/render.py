@@ -379,3 +379,30 @@ def changes_table(changes: Sequence[Any], threshold: float, width: int = 120) ->
         )
     notes = [] if changes else ["no configuration of the baseline run is in the candidate run"]
     return _render(table, notes, width)
+
+
+def export_table(reports: Sequence[Any], width: int = 120) -> str:
+    """export.ExportReport rows: the file, what it holds, and how it compares with PyTorch."""
+    headers = ("target", "file", "made by", "ops", "size", "check against PyTorch")
+    table = _table("export", headers)
+    notes = []
+    for r in reports:
+        facts, check = r.facts, r.validation
+        made = facts.get("exporter") or f"{facts.get('format', '')} ({facts.get('compute_units')})"
+        if "opset" in facts:
+            made += f", opset {facts['opset']}"
+        if check.get("ok") is None:
+            verdict = check.get("skipped") or check.get("error", "")
+        else:
+            verdict = (
+                f"{'ok' if check['ok'] else 'FAILED'}: max relative error "
+                f"{check['max_rel_error']:.2g} (tolerance {check.get('tolerance', '?')})"
+                if "max_rel_error" in check
+                else f"FAILED: {check.get('error')}"
+            )
+        size = format_bytes(facts["bytes"]) if "bytes" in facts else "—"
+        table.add_row(r.target, r.path, made, str(facts.get("ops", "—")), size, verdict)
+        if "inputs" in facts and isinstance(facts["inputs"], dict):
+            notes.append(f"{r.target}: inputs {facts['inputs']}, outputs {facts['outputs']}")
+        notes += [f"{r.target}: {note}" for note in r.notes]
+    return _render(table, notes, width)

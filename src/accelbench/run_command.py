@@ -25,7 +25,7 @@ from .track import progress_bar
 from .worker import run_isolated
 from .workloads import Workload, WorkloadRef, load_workload
 
-__all__ = ["Plan", "plan", "run_plan"]
+__all__ = ["Plan", "plan", "run_plan", "workload_from"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,15 @@ def _launch(args: argparse.Namespace) -> Launch:
         endpoint=args.rdzv_endpoint,
         timeout=args.timeout,
     )
+
+
+def workload_from(args: argparse.Namespace) -> Workload:
+    """The one workload a command names: a registered name, or --model with its options."""
+    if bool(args.workload) == bool(args.model):
+        raise UsageError("name one workload, or give --model FILE.py:factory (not both)")
+    if args.model:
+        return load_workload(WorkloadRef(args.model, _model_options(args)))
+    return load_workload(WorkloadRef(args.workload))
 
 
 def _model_options(args: argparse.Namespace) -> object:

@@ -1,0 +1,78 @@
+"""Export: ONNX validated with ONNX Runtime, Core ML converted and its structure checked."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from accelbench.errors import UsageError
+from accelbench.export import export_model
+from accelbench.export.common import atomic_path
+from accelbench.export.coreml import export_coreml
+from accelbench.export.onnx import export_onnx
+from accelbench.workloads import get_workload
+
+from .conftest import run_cli
+
+EXPORTERS = {"onnx": export_onnx, "coreml": export_coreml}
+
+
+def test_onnx_export_validates_against_pytorch(tmp_path):
+    pytest.importorskip("onnxruntime")
+    (report,) = export_model(get_workload("seed-cnn"), ["onnx"], tmp_path, EXPORTERS)
+    assert report.facts["exporter"] == "torch.onnx.export (torch.export)"
+    assert report.facts["opset"] >= 17 and report.facts["ops"] > 5
+    assert {"Conv", "Gemm"} <= set(report.facts["op_types"])
+    assert report.validation["ok"] is True
+    assert report.validation["max_rel_error"] < 1e-4
+    assert (tmp_path / "seed-cnn.fp32.onnx").stat().st_size == report.facts["bytes"]
+
+
+def test_a_dynamic_batch_runs_at_another_batch_size(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    (report,) = export_model(
+        get_workload("seed-cnn"), ["onnx"], tmp_path, EXPORTERS, batch=2, dynamic_batch=True
+    )
+    session = ort.InferenceSession(report.path, providers=["CPUExecutionProvider"])
+    out = session.run(None, {"inputs": np.random.rand(5, 3, 64, 64).astype(np.float32)})[0]
+    assert out.shape == (5, 10)
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="on macOS Core ML predicts for real")
+def test_coreml_conversion_is_checked_and_says_prediction_needs_macos(tmp_path):
+    pytest.importorskip("coremltools")
+    (report,) = export_model(get_workload("seed-cnn"), ["coreml"], tmp_path, EXPORTERS)
+    assert report.facts["inputs"] == {"inputs": [1, 3, 64, 64]}
+    assert list(report.facts["outputs"].values()) == [[1, 10]]
+    assert report.facts["ops"] > 5
+    assert report.validation["ok"] is None and "needs macOS" in report.validation["skipped"]
+    assert (tmp_path / "seed-cnn.fp32.mlpackage").is_dir()
+
+
+def test_a_missing_package_is_named(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnx", None)  # importing it now fails
+    with pytest.raises(UsageError, match="exporting to onnx needs onnx: pip install onnx"):
+        export_model(get_workload("mlp"), ["onnx"], tmp_path, EXPORTERS)
+
+
+def test_no_partial_file_is_left_behind(tmp_path):
+    final = tmp_path / "model.onnx"
+    with pytest.raises(RuntimeError), atomic_path(final) as partial:
+        partial.write_bytes(b"half a mod")
+        raise RuntimeError("the exporter died")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_export_json_and_bad_input(tmp_path):
+    pytest.importorskip("onnxruntime")
+    out = run_cli("export", "mlp", "--to", "onnx", "--out", str(tmp_path), "--json")
+    assert out.returncode == 0, out.stderr
+    (report,) = json.loads(out.stdout)  # progress went to stderr: stdout is only JSON
+    assert report["validation"]["ok"] is True
+    missing = run_cli("export", "mlp", "--out", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "no such directory" in missing.stderr
+    neither = run_cli("export", "--out", str(tmp_path))
+    assert neither.returncode == 2 and "name one workload" in neither.stderr
+    target = run_cli("export", "mlp", "--to", "tflite")
+    assert target.returncode == 2 and "invalid value 'tflite'; valid: onnx, coreml" in target.stderr
