@@ -76,3 +76,16 @@ def test_cli_export_json_and_bad_input(tmp_path):
     assert neither.returncode == 2 and "name one workload" in neither.stderr
     target = run_cli("export", "mlp", "--to", "tflite")
     assert target.returncode == 2 and "invalid value 'tflite'; valid: onnx, coreml" in target.stderr
+
+
+@pytest.mark.parametrize("name", ["resnet50", "mobilenet_v3_large", "bert-base"])
+def test_seed_001_models_export_to_onnx_and_convert_to_coreml(tmp_path, name):
+    """The issue's models: ONNX validated against PyTorch, Core ML converted and checked."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("coremltools")
+    onnx_report, coreml_report = export_model(
+        get_workload(name), ["onnx", "coreml"], tmp_path, EXPORTERS
+    )
+    assert onnx_report.validation["ok"] is True, onnx_report.validation
+    assert coreml_report.facts["ops"] > 100
+    assert len(coreml_report.facts["inputs"]) == 1 and len(coreml_report.facts["outputs"]) == 1
