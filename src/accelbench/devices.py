@@ -174,6 +174,11 @@ class Device:
         return self.backend.can_capture_graphs
 
     @property
+    def is_host(self) -> bool:
+        """Whether this is the host CPU itself, not an accelerator."""
+        return self.backend.kind == "cpu"
+
+    @property
     def dist_backend(self) -> str | None:
         """The torch.distributed backend for data parallelism here, or None if there is none."""
         return self.backend.dist_backend

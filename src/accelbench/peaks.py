@@ -296,7 +296,7 @@ def _defaults(device: Device) -> tuple[int, int, float]:
     A GPU also needs a warm-up measured in time, not calls: its clocks climb from idle and settle
     under load over a fraction of a second, while a product lasts about a millisecond.
     """
-    if device.kind == "cpu":
+    if device.is_host:
         return 1024, 256 * MiB, 0.0
     if (device.total_memory or 0) >= 16 * GiB:
         return 8192, 1 * GiB, 0.5
