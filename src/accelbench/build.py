@@ -7,16 +7,36 @@ from collections.abc import Callable
 
 import torch
 
+from . import onnxrt
 from .devices import Device
+from .onnxrt import OrtPrepared
 from .results import RunSpec
-from .steps import Prepared, active_steps
+from .steps import Prepared, active_steps, unsupported_reason
 from .workloads import Workload
 
-__all__ = ["build", "block_function"]
+__all__ = ["Runnable", "build", "block_function", "unsupported"]
+
+Runnable = Prepared | OrtPrepared  # what a backend hands the timing loop
 
 
-def build(spec: RunSpec, workload: Workload, device: Device, seed: int = 0) -> Prepared:
-    """Everything on `device`, with `spec`'s steps applied. Same seed, same weights and data."""
+def unsupported(spec: RunSpec, device: Device, workload: Workload) -> str | None:
+    """Why this configuration cannot run here (stored as "unsupported"), or None."""
+    if spec.backend == "torch":
+        return unsupported_reason(spec, device, workload)
+    if spec.backend.startswith(onnxrt.PREFIX):
+        return onnxrt.unsupported(spec, device)
+    return f"unknown backend {spec.backend!r}; valid: torch, {onnxrt.BACKEND}"
+
+
+def build(spec: RunSpec, workload: Workload, device: Device, seed: int = 0) -> Runnable:
+    """The configuration ready to time on `device`. Same seed, same weights and data."""
+    if spec.backend != "torch":
+        return onnxrt.build_session(spec, workload, device)
+    return build_torch(spec, workload, device, seed)
+
+
+def build_torch(spec: RunSpec, workload: Workload, device: Device, seed: int = 0) -> Prepared:
+    """The model on `device`, with `spec`'s steps applied."""
     torch.manual_seed(seed)
     model = workload.build_model()
     batch = workload.make_batch(torch.Generator().manual_seed(seed), spec.batch_size)
@@ -42,7 +62,7 @@ def build(spec: RunSpec, workload: Workload, device: Device, seed: int = 0) -> P
     return prep
 
 
-def block_function(prep: Prepared) -> Callable[[], None]:
+def block_function(prep: Runnable) -> Callable[[], None]:
     """One timed block: `steps_per_block` steps back to back, nothing waiting on the device."""
     step, count = prep.step, prep.spec.steps_per_block
 

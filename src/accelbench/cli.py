@@ -19,9 +19,12 @@ from .errors import AccelbenchError, UsageError
 DEFAULT_WORKLOAD = "seed-cnn"
 # Kept here rather than imported so that --help does not import torch; tests check they match.
 MODES = ("train", "infer")
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
 COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 SWITCH = {"off": False, "on": True}
+# "onnxruntime" means every execution provider of the device; a provider can be named alone.
+ORT_PROVIDERS = ("cpu", "cuda", "tensorrt", "rocm", "migraphx", "coreml", "openvino")
+BACKENDS = ("torch", "onnxruntime", *(f"onnxruntime-{p}" for p in ORT_PROVIDERS))
 EXPORT_TARGETS = ("onnx", "coreml")
 _MOST = 10**9  # no count accelbench takes is larger; SQLite's integers end at 2**63
 COMPARE_BY = (
@@ -35,6 +38,7 @@ COMPARE_BY = (
     "memory-format",
     "cuda-graphs",
     "threads",
+    "backend",
 )
 MEMORY_FORMATS = {"contiguous": False, "channels_last": True}
 
@@ -165,7 +169,8 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
         type=_list_of(_one_of(PRECISIONS)),
         default=("fp32",),
         metavar="LIST",
-        help="fp32 (TF32 off), tf32, fp16, bf16 (default: fp32)",
+        help="fp32 (TF32 off), tf32, fp16, bf16; int8 (ONNX Runtime's static quantization, "
+        "with --backends onnxruntime) (default: fp32)",
     )
     matrix.add_argument(
         "--batch-sizes",
@@ -201,6 +206,15 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
         default=(0,),
         metavar="LIST",
         help="CPU threads for PyTorch (default: PyTorch's choice)",
+    )
+    matrix.add_argument(
+        "--backends",
+        type=_list_of(_one_of(BACKENDS)),
+        default=("torch",),
+        metavar="LIST",
+        help="torch; onnxruntime (inference on the model exported to ONNX, one row per "
+        "execution provider of the device), or one provider such as onnxruntime-cpu "
+        "(default: torch)",
     )
     parallel = run.add_argument_group("data parallelism (torch.distributed, DDP)")
     parallel.add_argument(
@@ -457,6 +471,7 @@ def _add_filters(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--host", help="only results measured on this host")
     group.add_argument("--mode", choices=MODES, help="only this mode")
     group.add_argument("--precision", choices=PRECISIONS, help="only this precision")
+    group.add_argument("--backend", help="only this backend, e.g. torch or onnxruntime-cpu")
     group.add_argument("--sweep", help="only this sweep id")
     group.add_argument("--status", help="only this status (ok, oom, error, timeout, unsupported)")
 
@@ -470,6 +485,7 @@ def _filters(args: argparse.Namespace) -> Any:
         host=args.host,
         mode=args.mode,
         precision=args.precision,
+        backend=args.backend,
         sweep=args.sweep,
         status=args.status,
     )

@@ -198,6 +198,11 @@ class Device:
         """Capture `step` into a device graph and return a function that replays it."""
         return self.backend.capture_graph(self.index, step)
 
+    @property
+    def onnxruntime_providers(self) -> tuple[str, ...]:
+        """The ONNX Runtime execution providers that run on this kind of device, best first."""
+        return self.backend.onnxruntime_providers
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -242,6 +247,7 @@ class _Backend:
 
     can_capture_graphs = False
     dist_backend: str | None = None
+    onnxruntime_providers: tuple[str, ...] = ()
 
     def power_meter(self, index: int) -> PowerMeter:
         return PowerMeter(None, f"accelbench knows no power counter for {self.kind} devices")
@@ -259,6 +265,7 @@ class _Cpu(_Backend):
     kind = "cpu"
     indexed = False
     dist_backend = "gloo"
+    onnxruntime_providers = ("CPUExecutionProvider",)
 
     def discover(self) -> list[Device]:
         details = (
@@ -312,6 +319,12 @@ class _Cuda(_Backend):
         if torch.version.hip is None:
             return ""  # verified on an NVIDIA H200
         return "accelbench has been verified on NVIDIA GPUs; its developers had no AMD GPU"
+
+    @property
+    def onnxruntime_providers(self) -> tuple[str, ...]:  # type: ignore[override]
+        if torch.version.hip is None:
+            return ("CUDAExecutionProvider", "TensorrtExecutionProvider")
+        return ("ROCMExecutionProvider", "MIGraphXExecutionProvider")
 
     def discover(self) -> list[Device]:
         if torch.version.cuda is None and torch.version.hip is None:
@@ -406,6 +419,7 @@ class _Mps(_Backend):
 
     kind = "mps"
     indexed = False
+    onnxruntime_providers = ("CoreMLExecutionProvider",)  # Core ML picks GPU or Neural Engine
     caveat = (
         "accelbench's MPS code follows PyTorch's documented torch.mps API, but its developers "
         "had no Mac to run it on: treat these figures as unverified by us"
@@ -458,6 +472,7 @@ class _Xpu(_Backend):
 
     kind = "xpu"
     dist_backend = "xccl"  # PyTorch's Intel GPU collectives (2.8 and later); not executed here
+    onnxruntime_providers = ("OpenVINOExecutionProvider",)
     caveat = (
         "accelbench's XPU code follows PyTorch's documented torch.xpu API, but its developers "
         "had no Intel GPU to run it on: treat these figures as unverified by us"

@@ -175,7 +175,25 @@ def _derived_notes(r: Result) -> list[str]:
         notes.append(_max_batch_note(r.metrics))
     if "probe_error" in r.metrics:
         notes.append(f"no verdict: the smaller-batch probe failed: {r.metrics['probe_error']}")
+    if "drift" in r.metrics:
+        notes.append(drift_note(r.metrics["drift"]))
+    if "onnxruntime" in r.metrics:
+        ort = r.metrics["onnxruntime"]
+        notes.append(
+            f"onnxruntime {ort['onnxruntime']}, providers {', '.join(ort['providers'])}; "
+            f"timed: {ort['timing']}"
+        )
     return notes
+
+
+def drift_note(drift: dict[str, Any]) -> str:
+    """A variant's drift from the fp32 model, as a sentence."""
+    if "error" in drift:
+        return f"no drift figure: {drift['error']}"
+    text = f"drift from {drift['reference']}: max relative error {drift['max_rel_error']:.2g}"
+    if "top1_agreement" in drift:
+        text += f", top-1 agreement {drift['top1_agreement']:.1%} of {drift['samples']} samples"
+    return text
 
 
 def _parallel_note(r: Result) -> str:

@@ -13,7 +13,7 @@ from .stats import Measurement
 __all__ = ["MODES", "PRECISIONS", "Result", "RunSpec", "STATUSES", "machine_of", "utc_now"]
 
 MODES = ("train", "infer")
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")  # int8: ONNX Runtime's quantization
 STATUSES = ("ok", "oom", "error", "timeout", "unsupported")
 
 

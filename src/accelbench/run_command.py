@@ -11,14 +11,15 @@ import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from . import onnxrt
 from .analysis import Analyzer
+from .build import unsupported
 from .cli import DEFAULT_WORKLOAD
 from .devices import Device, resolve_devices
 from .dist import Launch
 from .env import fingerprint
 from .errors import UsageError
 from .results import Result, RunSpec
-from .steps import unsupported_reason
 from .store import Filters, Store
 from .sweep import Config, Sweep, run_configs
 from .track import progress_bar
@@ -60,6 +61,7 @@ def plan(args: argparse.Namespace) -> Plan:
         cuda_graphs=args.cuda_graphs,
         threads=args.threads,
         processes=_world_sizes(args),
+        backends=_backends(args.backends),
         blocks=args.epochs,
         max_time=args.max_time,
         warmup=args.warmup,
@@ -78,6 +80,13 @@ def plan(args: argparse.Namespace) -> Plan:
         max_batch=args.max_batch,
         launch=launch,
     )
+
+
+def _backends(backends: tuple[str, ...]) -> tuple[str, ...]:
+    """The backends asked for, once their packages are known to be installed."""
+    if any(b.startswith(onnxrt.BACKEND) for b in backends):
+        onnxrt.require_onnxruntime()
+    return backends
 
 
 def _world_sizes(args: argparse.Namespace) -> tuple[int, ...]:
@@ -192,7 +201,7 @@ def _search_max_batch(plan: Plan, config: Config, on_block: Callable[[int, float
 def _run_one(plan: Plan, config: Config, on_block: Callable[[int, float], None]) -> Result:
     """Unsupported configurations are settled here; the rest run in their own process."""
     device = plan.devices[config.spec.device]
-    reason = unsupported_reason(config.spec, device, plan.workloads[config.ref])
+    reason = unsupported(config.spec, device, plan.workloads[config.ref])
     if reason:
         result = Result(spec=config.spec, status="unsupported", error=reason)
     else:

@@ -9,14 +9,13 @@ from typing import Any
 
 import torch
 
-from .build import block_function, build
+from .build import Runnable, block_function, build, unsupported
 from .devices import Device
 from .env import fingerprint
 from .measure import StopRule, measure
 from .power import PowerMeter
 from .results import Result, RunSpec
 from .stats import Measurement
-from .steps import unsupported_reason
 from .workloads import Workload
 
 __all__ = ["make_spec", "one_line", "run_config", "run_one"]
@@ -47,18 +46,21 @@ def run_config(
     stop: StopRule,
     on_block: Callable[[int, float], None] | None = None,
     probe: bool = True,
+    drift: bool = False,
 ) -> Result:
     """Measure one configuration. Unsupported, OOM or a crash come back as a failed Result.
 
     With `probe`, the configuration is timed again briefly at a quarter of the batch, which
     the bottleneck verdict needs; power is read around the timed blocks where the device can.
+    With `drift` (always for ONNX Runtime, whose export is worth checking), the outputs are
+    compared with the fp32 PyTorch model's on the same inputs (accelbench.drift).
     """
     base = Result(
         spec=spec,
         status="error",
         environment=fingerprint(device),
     )
-    reason = unsupported_reason(spec, device, workload)
+    reason = unsupported(spec, device, workload)
     if reason:
         return replace(base, status="unsupported", error=reason)
     try:
@@ -69,8 +71,11 @@ def run_config(
             device.synchronize()
             setup = time.perf_counter() - started
             meter = device.power_meter()  # read over the timed samples, not the warm-up
-            measurement = measure(block_function(prep), device.timer, stop, on_block, meter)
-            memory = device.peak_memory()
+            measurement = measure(block_function(prep), prep.timer, stop, on_block, meter)
+            memory = prep.peak_memory()
+            extra = _backend_facts(prep)
+            if drift or spec.backend != "torch":
+                extra["drift"] = _drift(prep, workload, device)
             del prep  # free the device for the probe
             probed = _probe(spec, workload, device) if probe else {}
     except _OUT_OF_MEMORY as exc:
@@ -78,7 +83,7 @@ def run_config(
     except Exception as exc:  # a failure is data: the sweep goes on
         return replace(base, error=one_line(exc))
     # The measurement stands whatever happens below: derived figures only add to it.
-    metrics = {"setup_s": setup, **_power(meter, measurement, spec), **probed}
+    metrics = {"setup_s": setup, **_power(meter, measurement, spec), **probed, **extra}
     return replace(
         base,
         status="ok",
@@ -115,6 +120,27 @@ def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[s
     return out
 
 
+def _backend_facts(prep: Runnable) -> dict[str, Any]:
+    facts = getattr(prep, "facts", None)
+    return {"onnxruntime": facts} if facts else {}
+
+
+def _drift(prep: Runnable, workload: Workload, device: Device) -> dict[str, Any]:
+    """The configuration's outputs against the fp32 model's. A training configuration is
+    compared at its initial weights, built again for inference."""
+    from .drift import compare_outputs, reference_outputs
+
+    spec = prep.spec
+    try:
+        if spec.mode == "train":
+            prep = build(replace(spec, mode="infer", cuda_graphs=False), workload, device)
+        candidate = prep.outputs()
+        reference = reference_outputs(workload, spec.batch_size)
+    except Exception as exc:  # the measurement stands; say why there is no drift
+        return {"error": one_line(exc)}
+    return compare_outputs(reference, candidate, classifier=workload.num_classes is not None)
+
+
 def _probe(spec: RunSpec, workload: Workload, device: Device) -> dict[str, Any]:
     """Time the same configuration at a quarter of the batch, for the bottleneck verdict."""
     batch = max(1, spec.batch_size // PROBE_DIVISOR)
@@ -123,7 +149,7 @@ def _probe(spec: RunSpec, workload: Workload, device: Device) -> dict[str, Any]:
     probe_spec = replace(spec, batch_size=batch)
     try:
         prep = build(probe_spec, workload, device)
-        result = measure(block_function(prep), device.timer, PROBE_STOP)
+        result = measure(block_function(prep), prep.timer, PROBE_STOP)
     except Exception as exc:  # the main result stands; say why there is no verdict input
         return {"probe_error": one_line(exc)}
     return {

@@ -210,6 +210,7 @@ class Filters:
     host: str | None = None
     mode: str | None = None
     precision: str | None = None
+    backend: str | None = None
     sweep: str | None = None
     status: str | None = None
     id: int | None = None
@@ -220,7 +221,7 @@ class Filters:
         if self.id is not None:
             clauses.append("id = ?")
             params.append(self.id)
-        for name in ("workload", "device", "mode", "precision", "sweep", "status"):
+        for name in ("workload", "device", "mode", "precision", "backend", "sweep", "status"):
             value = getattr(self, name)
             if value:
                 clauses.append(f"{name} = ?")

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, replace
 
 from .devices import Device
 from .measure import StopRule
+from .onnxrt import expand_backends
 from .results import Result, RunSpec
 from .runner import make_spec
 from .workloads import Workload, WorkloadRef
@@ -43,6 +44,7 @@ class Sweep:
     cuda_graphs: tuple[bool, ...] = (False,)
     threads: tuple[int, ...] = (0,)
     processes: tuple[int, ...] = (1,)  # data-parallel world sizes, ascending
+    backends: tuple[str, ...] = ("torch",)  # "onnxruntime" means each provider of the device
     blocks: int | None = None  # fixed count; else the workload's default or the adaptive rule
     max_time: float | None = None
     warmup: int = 1
@@ -65,33 +67,24 @@ class Sweep:
     def configs(self, workloads: Sequence[Workload], devices: Sequence[Device]) -> list[Config]:
         """Every configuration, in a stable order (workload, device, then the options)."""
         out = []
-        options = itertools.product(
-            self.modes,
-            self.precisions,
-            self.batch_sizes,
-            self.channels_last,
-            self.compile,
-            self.cuda_graphs,
-            self.threads,
-            self.processes,
-        )
-        combos = list(options)
+        dimensions: dict[str, Sequence[object]] = {
+            "mode": self.modes,
+            "precision": self.precisions,
+            "batch_size": self.batch_sizes,
+            "channels_last": self.channels_last,
+            "compile": self.compile,
+            "cuda_graphs": self.cuda_graphs,
+            "threads": self.threads,
+            "processes": self.processes,
+        }
+        values = itertools.product(*dimensions.values())
+        combos = [dict(zip(dimensions, v, strict=True)) for v in values]
         for ref, workload in zip(self.workloads, workloads, strict=True):
             for device in devices:
-                for mode, precision, batch, layout, compile_mode, graphs, threads, world in combos:
-                    spec = make_spec(
-                        workload,
-                        device,
-                        mode=mode,
-                        precision=precision,
-                        batch_size=batch,
-                        channels_last=layout,
-                        compile=compile_mode,
-                        cuda_graphs=graphs,
-                        threads=threads,
-                        processes=world,
-                    )
-                    out.append(Config(spec, ref, self.stop_rule(workload, world)))
+                backends = expand_backends(self.backends, device)
+                for options, backend in itertools.product(combos, backends):
+                    spec = make_spec(workload, device, backend=backend, **options)
+                    out.append(Config(spec, ref, self.stop_rule(workload, spec.processes)))
         return out
 
 

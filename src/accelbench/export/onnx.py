@@ -5,7 +5,10 @@ fresh random inputs."""
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,7 @@ from ..errors import UsageError
 from ..runner import one_line
 from .common import Exportable, ExportReport, atomic_path, require
 
-__all__ = ["TOLERANCES", "export_onnx"]
+__all__ = ["INPUT", "TOLERANCES", "export_onnx", "write_onnx"]
 
 # Largest acceptable error against PyTorch, relative to the output's largest magnitude.
 TOLERANCES = {"fp32": 1e-4, "fp16": 2e-2}
@@ -27,7 +30,7 @@ def export_onnx(model: Exportable, stem: Path) -> ExportReport:
     onnx = require("onnx", "onnx", "onnx")
     path = stem.parent / f"{stem.name}.{model.precision}.onnx"
     with atomic_path(path) as partial:
-        exporter, fallback = _export(model, partial)
+        exporter, fallback = write_onnx(model, partial)
     loaded = onnx.load(str(path))
     report = ExportReport(
         "onnx",
@@ -53,13 +56,47 @@ def export_onnx(model: Exportable, stem: Path) -> ExportReport:
     return report
 
 
-def _export(model: Exportable, path: Path) -> tuple[str, str]:
+def write_onnx(model: Exportable, path: Path) -> tuple[str, str]:
     """Write the model to `path`; which exporter did it, and why the first did not.
 
     The exporters print their progress on stdout, which belongs to --json: send it to stderr.
     """
-    with contextlib.redirect_stdout(sys.stderr):
+    with contextlib.redirect_stdout(sys.stderr), _stdout_fd_to_stderr():
         return _export_quietly(model, path)
+
+
+@contextlib.contextmanager
+def _stdout_fd_to_stderr() -> Iterator[None]:
+    """The legacy exporter prints its graph from C++ on failure, past sys.stdout: move the
+    process's own standard output to standard error meanwhile."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+# How the exporters name an operator they cannot take.
+_OPERATOR_PATTERNS = (
+    re.compile(r"No ONNX function found for <OpOverload\(op='([^']+)', overload='([^']+)'"),
+    re.compile(r"unrecognized namespace ([\w:.]+?)\.? "),
+    re.compile(r"Exporting the operator '([^']+)'"),
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def unexportable_operator(*messages: str) -> str | None:
+    """The operator an exporter's error names, as 'namespace.op.overload' or 'ns::op'."""
+    for message in messages:
+        for pattern in _OPERATOR_PATTERNS:
+            found = pattern.search(message)
+            if found:
+                return ".".join(found.groups())
+    return None
 
 
 def _export_quietly(model: Exportable, path: Path) -> tuple[str, str]:
@@ -78,7 +115,7 @@ def _export_quietly(model: Exportable, path: Path) -> tuple[str, str]:
         program.save(str(path))
         return "torch.onnx.export (torch.export)", ""
     except Exception as exc:  # noqa: BLE001  (any failure: try the other exporter, say why)
-        first = one_line(exc)
+        first, first_text = _ANSI.sub("", one_line(exc)), str(exc)
     try:
         axes = {INPUT: {0: "batch"}, OUTPUT: {0: "batch"}} if model.dynamic_batch else None
         torch.onnx.export(
@@ -91,8 +128,15 @@ def _export_quietly(model: Exportable, path: Path) -> tuple[str, str]:
             dynamic_axes=axes,
         )
     except Exception as exc:
+        operator = unexportable_operator(first_text, str(exc))
+        if operator:
+            raise UsageError(
+                f"cannot export {model.name} to ONNX: neither exporter takes the operator "
+                f"{operator} (rewrite it with standard operators, or register an ONNX "
+                f"translation for it)"
+            ) from None
         raise UsageError(
-            f"cannot export {model.name} to ONNX: {one_line(exc)} "
+            f"cannot export {model.name} to ONNX: {_ANSI.sub('', one_line(exc))} "
             f"(the torch.export-based exporter failed first: {first})"
         ) from None
     return "torch.onnx.export (legacy TorchScript)", first

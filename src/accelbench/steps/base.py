@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..devices import Device
+from ..devices import Device, MemoryReading, Timer
 from ..results import RunSpec
 from ..workloads import Batch, Workload
 
@@ -28,6 +28,18 @@ class Prepared:
     autocast_dtype: torch.dtype | None = None
     scaler: Any = None  # a torch.amp.GradScaler for fp16 training
     step: Callable[[], None] = field(default=lambda: None)
+
+    def timer(self) -> Timer:
+        return self.device.timer()
+
+    def peak_memory(self) -> MemoryReading:
+        return self.device.peak_memory()
+
+    def outputs(self) -> torch.Tensor:
+        """The model's outputs on the batch, as this configuration computes them, on the CPU."""
+        with torch.inference_mode(), self.autocast():
+            out = self.workload.forward(self.model, self.batch[0])
+        return out.float().cpu()
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         if self.autocast_dtype is None:

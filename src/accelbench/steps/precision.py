@@ -27,6 +27,8 @@ class Precision(Step):
         return True  # every run has a precision; fp32 pins the TF32 switches off
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
+        if spec.precision == "int8":
+            return "int8 goes through ONNX Runtime's quantization: add --backends onnxruntime"
         runs = device.dtypes.names()
         if spec.precision not in runs:
             return f"{device.name} does not run {spec.precision} (it runs {', '.join(runs)})"
