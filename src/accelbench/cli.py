@@ -26,6 +26,7 @@ SWITCH = {"off": False, "on": True}
 ORT_PROVIDERS = ("cpu", "cuda", "tensorrt", "rocm", "migraphx", "coreml", "openvino")
 BACKENDS = ("torch", "onnxruntime", *(f"onnxruntime-{p}" for p in ORT_PROVIDERS))
 EXPORT_TARGETS = ("onnx", "coreml")
+OPTIMIZE_LEVERS = ("precision", "channels_last", "compile", "cuda_graphs", "int8", "pruning")
 _MOST = 10**9  # no count accelbench takes is larger; SQLite's integers end at 2**63
 COMPARE_BY = (
     "device",
@@ -72,6 +73,16 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number, e.g. 0.05") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text}")
     return value
 
 
@@ -425,13 +436,10 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("ALL", "CPU_AND_NE", "CPU_AND_GPU", "CPU_ONLY"),
         help="Core ML compute units (default: ALL)",
     )
-    export.add_argument("--model", metavar="REF", help="FILE.py:factory or package.module:factory")
-    export.add_argument("--input-shape", metavar="SHAPE", help="for an nn.Module, e.g. 3x224x224")
-    export.add_argument("--num-classes", type=_count(1), metavar="N")
-    export.add_argument("--vocab-size", type=_count(1), metavar="N")
-    export.add_argument("--loss", choices=("cross-entropy", "mse"), default="cross-entropy")
+    _add_one_model(export)
     export.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     export.set_defaults(handler=_cmd_export_model)
+    _add_optimize(commands)
 
     results = commands.add_parser(
         "results",
@@ -462,6 +470,102 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_options(import_)
     import_.set_defaults(handler=_cmd_import)
     return parser
+
+
+def _add_one_model(parser: argparse.ArgumentParser) -> None:
+    """--model and what describes it, for commands that take one workload."""
+    parser.add_argument("--model", metavar="REF", help="FILE.py:factory or package.module:factory")
+    parser.add_argument("--input-shape", metavar="SHAPE", help="for an nn.Module, e.g. 3x224x224")
+    parser.add_argument("--num-classes", type=_count(1), metavar="N")
+    parser.add_argument("--vocab-size", type=_count(1), metavar="N")
+    parser.add_argument("--loss", choices=("cross-entropy", "mse"), default="cross-entropy")
+
+
+def _add_optimize(commands: Any) -> None:
+    optimize = commands.add_parser(
+        "optimize",
+        help="try every optimization that applies, measure speedup and drift, recommend one",
+        description="The optimization ladder: fp32 eager, each lever alone (tf32, fp16, bf16, "
+        "channels_last, torch.compile, CUDA graphs; for inference also int8 through ONNX "
+        "Runtime and pruning), and the stacks that make sense, each measured in its own "
+        "process with its speedup over fp32 eager (bootstrap 95%% CI) and its drift from the "
+        "fp32 model on the same inputs. Recommends the fastest variant within the tolerance.",
+    )
+    optimize.add_argument("workload", nargs="?", help="a workload name (or use --model)")
+    _add_one_model(optimize)
+    optimize.add_argument(
+        "--device", default="", metavar="D", help="one device (default: the best available)"
+    )
+    optimize.add_argument("--mode", choices=MODES, default="infer", help="default: infer")
+    optimize.add_argument(
+        "--batch-size", type=_count(1), metavar="N", help="default: the workload's"
+    )
+    optimize.add_argument(
+        "--tolerance",
+        type=_positive_number,
+        default=0.05,
+        metavar="REL",
+        help="largest relative output error allowed, against the largest fp32 output "
+        "(default: 0.05)",
+    )
+    optimize.add_argument(
+        "--min-top1",
+        type=_fraction,
+        default=0.95,
+        metavar="FRACTION",
+        help="for classifiers, the share of samples whose top-1 class must agree with fp32's "
+        "(default: 0.95, or 95%%)",
+    )
+    optimize.add_argument(
+        "--levers",
+        type=_list_of(_one_of(OPTIMIZE_LEVERS)),
+        default=OPTIMIZE_LEVERS,
+        metavar="LIST",
+        help=f"which levers to try: {', '.join(OPTIMIZE_LEVERS)} (default: all that apply)",
+    )
+    optimize.add_argument(
+        "--epochs", type=_count(1), metavar="N", help="time exactly N its per variant"
+    )
+    optimize.add_argument(
+        "--max-time",
+        type=_seconds,
+        metavar="S",
+        help="otherwise the adaptive rule, up to S timed seconds per variant (default: 10)",
+    )
+    optimize.add_argument("--warmup", type=_count(0), default=1, metavar="N")
+    optimize.add_argument("--timeout", type=_seconds, default=900.0, metavar="S")
+    optimize.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_output_options(optimize)
+    optimize.set_defaults(handler=_cmd_optimize)
+
+
+def _cmd_optimize(args: argparse.Namespace) -> int:
+    from .optimize import recommend
+    from .optimize_command import plan_ladder, run_ladder
+    from .render import optimize_table
+    from .store import Store
+
+    if not args.device:
+        from .devices import pick_device
+
+        args.device = pick_device().name
+    ladder = plan_ladder(args)
+    with Store(_db_path(args)) as store:
+        verdicts = run_ladder(ladder, store, quiet=args.quiet)
+    chosen = recommend(verdicts)
+    if args.json:
+        _emit_json(
+            {
+                "db": str(store.path),
+                "sweep": ladder.id,
+                "tolerance": vars(ladder.tolerance),
+                "variants": [v.to_dict() for v in verdicts],
+                "recommended": chosen.rung.name,
+            }
+        )
+    else:
+        print(optimize_table(verdicts, chosen, ladder, width=_width()), end="")
+    return 1 if verdicts[0].result.measurement is None else 0
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:

@@ -45,4 +45,6 @@ def compare_outputs(
     if classifier and reference.dim() >= 2:
         agree = candidate.argmax(dim=-1) == reference.argmax(dim=-1)
         out["top1_agreement"] = float(agree.float().mean())
+    else:
+        out["top1_unavailable"] = "not a classifier: the workload names no classes"
     return out

@@ -424,3 +424,75 @@ def export_table(reports: Sequence[Any], width: int = 120) -> str:
             notes.append(f"{r.target}: inputs {facts['inputs']}, outputs {facts['outputs']}")
         notes += [f"{r.target}: {note}" for note in r.notes]
     return _render(table, notes, width)
+
+
+_OPTIMIZE_HEADERS = (
+    "variant",
+    "samples/s",
+    "vs fp32 eager (95% CI)",
+    "peak memory",
+    "max rel. error",
+    "top-1 agree",
+    "within tolerance",
+)
+
+
+def optimize_table(verdicts: Sequence[Any], chosen: Any, ladder: Any, width: int = 120) -> str:
+    """The ladder as a table, what did not pay and why, and the recommendation with its code."""
+    from .optimize import settings_code
+
+    base = verdicts[0].result.spec
+    title = (
+        f"accelbench optimize: {base.workload} {base.mode} b{base.batch_size} on "
+        f"{ladder.device.name}"
+    )
+    table = _table(title, _OPTIMIZE_HEADERS, left_columns=1)
+    notes: list[str] = []
+    for v in verdicts:
+        table.add_row(v.rung.name, *_optimize_cells(v))
+        if v.result.measurement is None:
+            notes.append(f"{v.rung.name}: {v.result.status}: {v.result.error}")
+        elif v.refused:
+            notes.append(f"{v.rung.name}: refused: {v.refused}")
+        if v.note:
+            notes.append(f"{v.rung.name}: {v.note}")
+    tolerance = ladder.tolerance
+    notes.append(
+        f"drift: outputs against the fp32 model's on the benchmark's batch (same weights); "
+        f"tolerance: max relative error {tolerance.max_rel_error:g}, top-1 agreement "
+        f"{tolerance.min_top1:.0%} or more (classifiers)"
+    )
+    if ladder.device.caveat:
+        notes.append(ladder.device.caveat)
+    notes += _recommendation(chosen, verdicts[0], settings_code(chosen.result.spec, ladder.device))
+    return _render(table, notes, width)
+
+
+def _optimize_cells(v: Any) -> list[str]:
+    r = v.result
+    if r.measurement is None:
+        return [r.status.upper(), "", "", "", "", ""]
+    drift = r.metrics.get("drift") or {}
+    top1 = drift.get("top1_agreement")
+    return [
+        _num(r.samples_per_second or 0),
+        v.speedup.text() if v.speedup else "1.00x (baseline)",
+        format_bytes(r.peak_memory),
+        f"{drift['max_rel_error']:.2g}" if "max_rel_error" in drift else "—",
+        f"{top1:.1%}" if top1 is not None else "—",
+        "baseline" if v is None or not v.speedup else ("no" if v.refused else "yes"),
+    ]
+
+
+def _recommendation(chosen: Any, baseline: Any, code: list[str]) -> list[str]:
+    if baseline.result.measurement is None:
+        return ["no recommendation: fp32 eager, the baseline, did not run"]
+    if chosen is baseline:
+        head = "recommendation: stay with fp32 eager: no variant within tolerance is faster " + (
+            "with its 95% CI above 1"
+        )
+    else:
+        head = f"recommendation: {chosen.rung.name}, {chosen.speedup.text()} over fp32 eager"
+        spec = chosen.result.spec
+        head += f" (accelbench configuration: {spec.label})"
+    return [head, *(f"    {line}" for line in code)]

@@ -26,7 +26,7 @@ from .track import progress_bar
 from .worker import run_isolated
 from .workloads import Workload, WorkloadRef, load_workload
 
-__all__ = ["Plan", "plan", "run_plan", "workload_from"]
+__all__ = ["Plan", "plan", "run_plan", "workload_from", "workload_ref"]
 
 
 @dataclass(frozen=True)
@@ -107,13 +107,18 @@ def _launch(args: argparse.Namespace) -> Launch:
     )
 
 
-def workload_from(args: argparse.Namespace) -> Workload:
+def workload_ref(args: argparse.Namespace) -> WorkloadRef:
     """The one workload a command names: a registered name, or --model with its options."""
     if bool(args.workload) == bool(args.model):
         raise UsageError("name one workload, or give --model FILE.py:factory (not both)")
     if args.model:
-        return load_workload(WorkloadRef(args.model, _model_options(args)))
-    return load_workload(WorkloadRef(args.workload))
+        return WorkloadRef(args.model, _model_options(args))
+    return WorkloadRef(args.workload)
+
+
+def workload_from(args: argparse.Namespace) -> Workload:
+    """The one workload a command names, loaded."""
+    return load_workload(workload_ref(args))
 
 
 def _model_options(args: argparse.Namespace) -> object:

@@ -35,6 +35,7 @@ def run_isolated(
     on_block: Callable[[int, float], None] | None = None,
     probe: bool = True,
     launch: Launch | None = None,
+    drift: bool = False,
 ) -> Result:
     """Run `spec` in a fresh process; give up after `timeout` seconds.
 
@@ -44,7 +45,7 @@ def run_isolated(
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
     launch = launch or Launch(timeout=timeout)
-    args = (sender, spec, ref, stop, probe, launch)
+    args = (sender, spec, ref, stop, probe, launch, drift)
     process = context.Process(target=_worker, args=args, daemon=False)
     process.start()
     sender.close()  # so the parent sees EOF when the child dies
@@ -125,6 +126,7 @@ def _worker(
     stop: StopRule,
     probe: bool,
     launch: Launch,
+    drift: bool,
 ) -> None:
     """The child: run, and send the Result whatever happens short of dying."""
     from .runner import one_line
@@ -132,7 +134,7 @@ def _worker(
     with contextlib.suppress(AttributeError, PermissionError):
         os.setsid()  # lead a process group, so the parent can end everything this starts
     try:
-        result = _run(sender, spec, ref, stop, probe, launch)
+        result = _run(sender, spec, ref, stop, probe, launch, drift)
     except Exception as exc:  # even loading failed: still a result, never a lost config
         result = Result(spec=spec, status="error", error=one_line(exc))
     sender.send(("result", result))
@@ -146,6 +148,7 @@ def _run(
     stop: StopRule,
     probe: bool,
     launch: Launch,
+    drift: bool,
 ) -> Result:
     """Find the workload and device again in this process, and measure."""
     from .devices import resolve_devices
@@ -163,5 +166,6 @@ def _run(
         device,
         stop,
         probe=probe,
+        drift=drift,
         on_block=lambda i, s: sender.send(("block", i, s)),
     )

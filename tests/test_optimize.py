@@ -1,0 +1,142 @@
+"""The optimization ladder: which variants it tries, how it judges them, and the command."""
+
+import json
+
+import numpy as np
+import pytest
+
+from accelbench.devices import resolve_devices
+from accelbench.optimize import (
+    LEVERS,
+    Rung,
+    Tolerance,
+    assess,
+    ladder,
+    recommend,
+    settings_code,
+)
+from accelbench.results import Result
+from accelbench.runner import make_spec
+from accelbench.stats import Measurement
+from accelbench.workloads import get_workload
+
+from .conftest import run_cli
+
+CPU = resolve_devices("cpu")[0]
+
+
+def _names(rungs):
+    return [r.name for r in rungs]
+
+
+def test_the_ladder_tries_each_lever_then_the_stacks_that_make_sense():
+    base = make_spec(get_workload("resnet50"), CPU, mode="infer")
+    names = _names(ladder(base, CPU, images=True, levers=LEVERS))
+    assert names[0] == "fp32 eager"
+    for name in ("bf16", "fp16", "channels_last", "compile", "bf16 + channels_last"):
+        assert name in names
+    assert "bf16 + channels_last + compile" in names
+    assert "int8 (onnxruntime-cpu)" in names and "pruned channels:0.3" in names
+    assert not any("cuda_graphs" in n or n == "tf32" for n in names)  # the CPU has neither
+    train = ladder(base.__class__(**{**base.__dict__, "mode": "train"}), CPU, True, LEVERS)
+    assert not any("int8" in n or "pruned" in n for n in _names(train))  # inference levers
+    only = ladder(base, CPU, images=False, levers=("precision",))
+    assert _names(only) == ["fp32 eager", "fp16", "bf16"]
+
+
+def _result(spec, seconds, drift=None, seed=0):
+    rng = np.random.default_rng(seed)
+    samples = tuple(seconds * (1 + 0.01 * rng.standard_normal(12)))
+    metrics = {"drift": drift} if drift else {}
+    return Result(spec=spec, status="ok", measurement=Measurement(samples), metrics=metrics)
+
+
+def test_the_recommendation_refuses_a_variant_whose_drift_exceeds_the_tolerance():
+    base = make_spec(get_workload("seed-cnn"), CPU, mode="infer")
+    rungs = [
+        Rung("fp32 eager", base),
+        Rung("fp16", base.__class__(**{**base.__dict__, "precision": "fp16"})),
+        Rung("bf16", base.__class__(**{**base.__dict__, "precision": "bf16"})),
+    ]
+    close = {"max_rel_error": 0.001, "top1_agreement": 1.0}
+    far = {"max_rel_error": 0.2, "top1_agreement": 0.7}
+    results = [
+        _result(base, 1.0),
+        _result(rungs[1].spec, 0.8, close, seed=1),  # 1.25x, within tolerance
+        _result(rungs[2].spec, 0.5, far, seed=2),  # 2x, but drifts too far
+    ]
+    verdicts = assess(rungs, results, Tolerance(max_rel_error=0.05))
+    assert "exceeds the tolerance 0.05" in verdicts[2].refused
+    assert recommend(verdicts).rung.name == "fp16"
+    loose = assess(rungs, results, Tolerance(max_rel_error=0.5, min_top1=0.5))
+    assert recommend(loose).rung.name == "bf16"
+
+
+def test_a_variant_that_does_not_pay_is_said_so_and_fp32_stays():
+    base = make_spec(get_workload("seed-cnn"), CPU, mode="infer")
+    pruned = base.__class__(**{**base.__dict__, "pruning": "unstructured:0.5"})
+    rungs = [Rung("fp32 eager", base), Rung("pruned unstructured:0.5", pruned)]
+    results = [_result(base, 1.0), _result(pruned, 1.0, {"max_rel_error": 0.01}, seed=3)]
+    verdicts = assess(rungs, results, Tolerance())
+    assert "does not pay" in verdicts[1].note and "dense kernels" in verdicts[1].note
+    assert recommend(verdicts) is verdicts[0]
+
+
+@pytest.mark.parametrize(
+    ("drift", "breach"),
+    [
+        ({"max_rel_error": 0.01, "top1_agreement": 0.99}, None),
+        ({"max_rel_error": 0.01, "top1_agreement": 0.5}, "top-1 agreement 50.0%"),
+        ({"max_rel_error": 0.01}, None),  # not a classifier: no top-1 to hold it to
+        ({"error": "boom"}, "could not be measured (boom)"),
+    ],
+)
+def test_tolerance(drift, breach):
+    got = Tolerance().breach(drift)
+    assert got == breach if breach is None else breach in got
+
+
+def test_settings_code_names_the_real_switches():
+    base = make_spec(get_workload("resnet50"), CPU, mode="train")
+    stack = base.__class__(
+        **{**base.__dict__, "precision": "bf16", "channels_last": True, "compile": "default"}
+    )
+    code = "\n".join(settings_code(stack, CPU))
+    assert "torch.channels_last" in code and "torch.compile(model)" in code
+    assert 'torch.autocast("cpu", dtype=torch.bfloat16)' in code
+
+
+def test_cli_optimize_runs_the_ladder_stores_it_and_recommends(tmp_path):
+    db = str(tmp_path / "o.db")
+    out = run_cli(
+        "optimize", "seed-cnn", "--device", "cpu", "--batch-size", "8", "--levers",
+        "precision,int8", "--epochs", "4", "--db", db, "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    variants = {v["variant"]: v for v in report["variants"]}
+    assert list(variants) == ["fp32 eager", "fp16", "bf16", "int8 (onnxruntime-cpu)"]
+    assert all(v["status"] == "ok" for v in variants.values()), variants
+    for name in ("fp16", "bf16", "int8 (onnxruntime-cpu)"):
+        assert variants[name]["drift"]["max_rel_error"] > 0  # lower precision differs
+        assert variants[name]["speedup"]["ratio"] > 0
+    assert report["recommended"] in variants
+    listed = run_cli("results", "--sweep", report["sweep"], "--db", db, "--json")
+    assert len(json.loads(listed.stdout)) == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tolerance", "abc"], "'abc' is not a number"),
+        (["--tolerance", "-1"], "must be a number above 0"),
+        (["--device", "tpu"], "tpu"),
+        (["--levers", "magic"], "valid: precision, channels_last"),
+    ],
+)
+def test_optimize_bad_input(args, message, tmp_path):
+    db = tmp_path / "o.db"
+    out = run_cli("optimize", "seed-cnn", "--db", str(db), *args)
+    assert out.returncode == 2 and message in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert not db.exists()
