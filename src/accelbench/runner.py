@@ -71,6 +71,7 @@ def run_config(
             meter = device.power_meter()  # read over the timed samples, not the warm-up
             measurement = measure(block_function(prep), device.timer, stop, on_block, meter)
             memory = device.peak_memory()
+            info = prep.info  # what the steps recorded, e.g. parameters before and after pruning
             del prep  # free the device for the probe
             probed = _probe(spec, workload, device) if probe else {}
     except _OUT_OF_MEMORY as exc:
@@ -78,7 +79,7 @@ def run_config(
     except Exception as exc:  # a failure is data: the sweep goes on
         return replace(base, error=one_line(exc))
     # The measurement stands whatever happens below: derived figures only add to it.
-    metrics = {"setup_s": setup, **_power(meter, measurement, spec), **probed}
+    metrics = {"setup_s": setup, **info, **_power(meter, measurement, spec), **probed}
     return replace(
         base,
         status="ok",
