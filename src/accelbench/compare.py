@@ -94,6 +94,7 @@ DIMENSIONS: dict[str, Callable[[Result], str]] = {
     "memory-format": lambda r: "channels_last" if r.spec.channels_last else "contiguous",
     "cuda-graphs": lambda r: "on" if r.spec.cuda_graphs else "off",
     "threads": lambda r: str(r.spec.threads or "default"),
+    "pruning": lambda r: r.spec.pruning or "none",
 }
 _NEUTRAL: dict[str, dict[str, Any]] = {
     "device": {"device": ""},
@@ -105,6 +106,7 @@ _NEUTRAL: dict[str, dict[str, Any]] = {
     "memory-format": {"channels_last": False},
     "cuda-graphs": {"cuda_graphs": False},
     "threads": {"threads": 0},
+    "pruning": {"pruning": ""},
     "machine": {},
 }
 _DEFAULT_BASELINE = {
@@ -114,6 +116,7 @@ _DEFAULT_BASELINE = {
     "compile": "off",
     "memory-format": "contiguous",
     "cuda-graphs": "off",
+    "pruning": "none",
 }
 
 

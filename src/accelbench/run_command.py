@@ -60,6 +60,7 @@ def plan(args: argparse.Namespace) -> Plan:
         cuda_graphs=args.cuda_graphs,
         threads=args.threads,
         processes=_world_sizes(args),
+        pruning=args.pruning,
         blocks=args.epochs,
         max_time=args.max_time,
         warmup=args.warmup,

@@ -20,6 +20,20 @@ __all__ = ["Sweep", "Config"]
 DATA_PARALLEL_BLOCKS = 20  # timed blocks per rank when neither --epochs nor the workload fixes it
 
 
+# The RunSpec field each of Sweep.configs' dimensions sets, in the order they multiply.
+_SPEC_FIELDS = (
+    "mode",
+    "precision",
+    "batch_size",
+    "channels_last",
+    "compile",
+    "cuda_graphs",
+    "threads",
+    "processes",
+    "pruning",
+)
+
+
 @dataclass(frozen=True)
 class Config:
     """One configuration of a sweep: what to run, how to find its workload, when to stop."""
@@ -43,6 +57,7 @@ class Sweep:
     cuda_graphs: tuple[bool, ...] = (False,)
     threads: tuple[int, ...] = (0,)
     processes: tuple[int, ...] = (1,)  # data-parallel world sizes, ascending
+    pruning: tuple[str, ...] = ("",)  # "" for none, else "KIND:AMOUNT"
     blocks: int | None = None  # fixed count; else the workload's default or the adaptive rule
     max_time: float | None = None
     warmup: int = 1
@@ -50,7 +65,10 @@ class Sweep:
     @property
     def id(self) -> str:
         """Same options, same id: how --resume recognizes an interrupted sweep."""
-        text = json.dumps(asdict(self), sort_keys=True, default=str)
+        options = asdict(self)
+        if self.pruning == ("",):  # added later: sweeps without pruning keep their old ids
+            del options["pruning"]
+        text = json.dumps(options, sort_keys=True, default=str)
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
     def stop_rule(self, workload: Workload, processes: int = 1) -> StopRule:
@@ -74,24 +92,14 @@ class Sweep:
             self.cuda_graphs,
             self.threads,
             self.processes,
+            self.pruning,
         )
-        combos = list(options)
+        combos = [dict(zip(_SPEC_FIELDS, combo, strict=True)) for combo in options]
         for ref, workload in zip(self.workloads, workloads, strict=True):
             for device in devices:
-                for mode, precision, batch, layout, compile_mode, graphs, threads, world in combos:
-                    spec = make_spec(
-                        workload,
-                        device,
-                        mode=mode,
-                        precision=precision,
-                        batch_size=batch,
-                        channels_last=layout,
-                        compile=compile_mode,
-                        cuda_graphs=graphs,
-                        threads=threads,
-                        processes=world,
-                    )
-                    out.append(Config(spec, ref, self.stop_rule(workload, world)))
+                for combo in combos:
+                    spec = make_spec(workload, device, **combo)
+                    out.append(Config(spec, ref, self.stop_rule(workload, spec.processes)))
         return out
 
 
