@@ -111,6 +111,15 @@ BAD_RUNS = {
         "--max-batch searches the batch size itself; drop --batch-sizes",
     ),
     "shape without a model": (["run", "--input-shape", "3x8x8"], "describe a --model"),
+    "unknown pruning": (
+        ["run", "--pruning", "none,magic:0.5"],
+        "argument --pruning: invalid pruning 'magic:0.5'; valid: none, unstructured:AMOUNT, "
+        "channels:AMOUNT",
+    ),
+    "pruning everything": (
+        ["run", "--pruning", "channels:1.0"],
+        "argument --pruning: pruning amount must be between 0 and 1 (exclusive), got 1.0",
+    ),
 }
 if not torch.cuda.is_available():
     BAD_RUNS["unavailable device"] = (
@@ -155,6 +164,41 @@ def test_bad_databases_are_refused_in_one_line(tmp_path):
         assert (digest(foreign), digest(text)) == before
     out = run_cli("results", "--db", str(tmp_path / "absent.db"))
     assert out.returncode == 2 and "no results database" in out.stderr
+
+
+def test_run_prunes_channels_for_inference_and_refuses_training(tmp_path):
+    db = tmp_path / "r.db"
+    out = run_cli(
+        "run",
+        "seed-cnn",
+        "--devices",
+        "cpu",
+        "--modes",
+        "train,infer",
+        "--pruning",
+        "none,channels:0.50",
+        "--epochs",
+        "2",
+        "--no-verdict",
+        "--json",
+        "--db",
+        str(db),
+    )
+    assert out.returncode == 0, out.stderr
+    results = {
+        (r["spec"]["mode"], r["spec"]["pruning"]): r for r in json.loads(out.stdout)["results"]
+    }
+    assert len(results) == 4
+    train = results[("train", "channels:0.5")]  # one spelling of the amount
+    assert train["status"] == "unsupported" and "inference lever" in train["error"]
+    pruned, plain = results[("infer", "channels:0.5")], results[("infer", "")]
+    assert pruned["status"] == plain["status"] == "ok"
+    assert pruned["label"] == "infer fp32 b64 pruned-channels:0.5"
+    counts = pruned["metrics"]["pruning"]
+    assert counts["params_after"] < counts["params_before"] == 338_486
+    assert pruned["metrics"]["flops_per_sample"] < plain["metrics"]["flops_per_sample"]
+    compared = run_cli("compare", "--by", "pruning", "--mode", "infer", "--db", str(db))
+    assert compared.returncode == 0 and "vs none" in compared.stdout, compared.stderr
 
 
 def test_module_runs_from_the_source_tree():

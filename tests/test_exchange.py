@@ -114,6 +114,10 @@ BAD_FILES = {
         lambda p: _broken(p, lambda d: d["results"][0]["spec"].update(colour="red")),
         "spec has fields",
     ),
+    "bad pruning": (
+        lambda p: _broken(p, lambda d: d["results"][0]["spec"].update(pruning="channels:2")),
+        "result 1 of 2 is damaged: pruning amount must be between 0 and 1",
+    ),
 }
 
 
@@ -182,3 +186,22 @@ def test_cli_export_with_filters_and_import(tmp_path):
     assert "1 new" in first.stdout and "0 new, 1 already stored" in again.stdout
     listed = json.loads(run_cli("results", "--json", "--db", str(other)).stdout)
     assert [r["spec"]["device"] for r in listed] == ["cuda:0"]
+
+
+def test_pruning_round_trips_and_files_from_before_it_import_unpruned(tmp_path):
+    pruned = _result()
+    pruned = Result(
+        spec=RunSpec("seed-cnn", "cpu", 64, 20, mode="infer", pruning="unstructured:0.5"),
+        status="ok",
+        measurement=Measurement((0.5, 0.4)),
+        metrics={"pruning": {"params_before": 10, "params_after": 10, "zero_fraction": 0.5}},
+    )
+    path = tmp_path / "pruned.json"
+    write_export([pruned], path)
+    (back,) = read_export(path)
+    assert back.spec.pruning == "unstructured:0.5" and back.to_record() == pruned.to_record()
+    older = json.loads(path.read_text())
+    del older["results"][0]["spec"]["pruning"]  # written before the field existed
+    path.write_text(json.dumps(older))
+    (old,) = read_export(path)
+    assert old.spec.pruning == "" and old.spec.label == "infer fp32 b64"

@@ -1,4 +1,5 @@
 import sqlite3
+from dataclasses import replace
 
 import pytest
 
@@ -121,4 +122,34 @@ def test_a_version_1_database_migrates_forward_and_keeps_its_rows(tmp_path):
         store.save(make_result())
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
+
+
+def test_a_version_5_database_gains_the_pruning_column_and_keeps_its_rows(tmp_path):
+    from accelbench.store import _MIGRATIONS, _SCHEMA_V1, APPLICATION_ID
+
+    path = tmp_path / "v5.db"
+    conn = sqlite3.connect(path)
+    steps = " ".join(_MIGRATIONS[v] for v in range(2, 6))
+    conn.executescript(
+        f"{_SCHEMA_V1} {steps} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 5;"
+    )
+    conn.execute(
+        "INSERT INTO results (created_at, workload, device, batch_size, steps_per_block, mode, "
+        "precision, backend, status, error, samples, warmup, peak_memory, peak_memory_meaning, "
+        "environment, uid, processes) VALUES ('2026-11-30T00:00:00+00:00', 'seed-cnn', 'cpu', "
+        "64, 20, 'infer', 'fp32', 'torch', 'ok', '', '[0.5, 0.6]', '[0.9]', 10, 'peak RSS', "
+        "'{}', 'old', 2)"
+    )
+    conn.commit()
+    conn.close()
+    with Store(path) as store:
+        (old,) = store.results()
+        assert old.spec == RunSpec("seed-cnn", "cpu", 64, 20, mode="infer", processes=2)
+        assert old.spec.pruning == "" and old.uid == "old"
+        pruned = make_result()
+        store.save(replace(pruned, spec=replace(SPEC, mode="infer", pruning="channels:0.3")))
+        assert store.results()[0].spec.pruning == "channels:0.3"
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     conn.close()

@@ -40,6 +40,20 @@ def test_sweep_id_is_stable_and_changes_with_the_options():
     a = Sweep(workloads=(WorkloadRef("mlp"),), devices=("cpu",))
     assert a.id == Sweep(workloads=(WorkloadRef("mlp"),), devices=("cpu",)).id
     assert a.id != Sweep(workloads=(WorkloadRef("mlp"),), devices=("cpu",), blocks=3).id
+    pruned = Sweep(workloads=(WorkloadRef("mlp"),), devices=("cpu",), pruning=("", "channels:0.5"))
+    assert pruned.id != a.id
+    assert a.id == "3c7a23e6b3b9"  # pruning's arrival left the ids of sweeps without it alone
+
+
+def test_pruning_multiplies_like_every_other_option():
+    sweep = Sweep(
+        workloads=(WorkloadRef("seed-cnn"),),
+        devices=("cpu",),
+        modes=("infer",),
+        pruning=("", "unstructured:0.5", "channels:0.3"),
+    )
+    specs = [c.spec for c in sweep.configs([get_workload("seed-cnn")], [CPU])]
+    assert [s.pruning for s in specs] == ["", "unstructured:0.5", "channels:0.3"]
 
 
 def test_stop_rule_follows_the_workload_unless_told():

@@ -63,7 +63,9 @@ class Analyzer:
         if key not in self._flops:
             self._flops[key] = count_flops_per_sample(workload, result.spec.mode)
         metrics = dict(result.metrics)
-        metrics.update(self._figures(result, self._flops[key], self.peaks(device)))
+        # Channel pruning made the model itself cheaper: its worker counted the pruned model.
+        per_sample = (metrics.get("pruning") or {}).get("flops_per_sample", self._flops[key])
+        metrics.update(self._figures(result, per_sample, self.peaks(device)))
         return replace(result, metrics=metrics)
 
     def _figures(

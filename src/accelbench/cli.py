@@ -40,6 +40,7 @@ COMPARE_BY = (
     "cuda-graphs",
     "threads",
     "backend",
+    "pruning",
 )
 MEMORY_FORMATS = {"contiguous": False, "channels_last": True}
 
@@ -95,6 +96,21 @@ def _fraction(text: str) -> float:
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"must be between 0% and 100%, got {text}")
     return value
+
+
+def _pruning(text: str) -> str:
+    """'none' -> ''; 'channels:0.30' -> 'channels:0.3' (one spelling per configuration)."""
+    from .results import parse_pruning  # numpy, not torch: --help stays instant
+
+    if text == "none":
+        return ""
+    try:
+        parsed = parse_pruning(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    assert parsed is not None
+    kind, amount = parsed
+    return f"{kind}:{amount:g}"
 
 
 def _list_of(parse: Callable[[str], Any]) -> Callable[[str], tuple[Any, ...]]:
@@ -226,6 +242,15 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
         help="torch; onnxruntime (inference on the model exported to ONNX, one row per "
         "execution provider of the device), or one provider such as onnxruntime-cpu "
         "(default: torch)",
+    )
+    matrix.add_argument(
+        "--pruning",
+        type=_list_of(_pruning),
+        default=("",),
+        metavar="LIST",
+        help="inference only: none, unstructured:AMOUNT (L1 magnitude zeros, shapes kept), "
+        "channels:AMOUNT (conv output channels removed); AMOUNT a fraction such as 0.5 "
+        "(default: none)",
     )
     parallel = run.add_argument_group("data parallelism (torch.distributed, DDP)")
     parallel.add_argument(

@@ -95,6 +95,7 @@ DIMENSIONS: dict[str, Callable[[Result], str]] = {
     "cuda-graphs": lambda r: "on" if r.spec.cuda_graphs else "off",
     "threads": lambda r: str(r.spec.threads or "default"),
     "backend": lambda r: r.spec.backend,
+    "pruning": lambda r: r.spec.pruning or "none",
 }
 _NEUTRAL: dict[str, dict[str, Any]] = {
     "device": {"device": ""},
@@ -107,6 +108,7 @@ _NEUTRAL: dict[str, dict[str, Any]] = {
     "cuda-graphs": {"cuda_graphs": False},
     "threads": {"threads": 0},
     "backend": {"backend": ""},
+    "pruning": {"pruning": ""},
     "machine": {},
 }
 _DEFAULT_BASELINE = {
@@ -117,6 +119,7 @@ _DEFAULT_BASELINE = {
     "memory-format": "contiguous",
     "cuda-graphs": "off",
     "backend": "torch",
+    "pruning": "none",
 }
 
 

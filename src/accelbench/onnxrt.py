@@ -49,6 +49,7 @@ TORCH_ONLY = {  # RunSpec options that only mean something to PyTorch
     "channels_last": "channels_last",
     "compile": "torch.compile",
     "cuda_graphs": "CUDA graphs",
+    "pruning": "pruning",
 }
 
 

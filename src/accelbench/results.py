@@ -10,11 +10,48 @@ from typing import Any
 
 from .stats import Measurement
 
-__all__ = ["MODES", "PRECISIONS", "Result", "RunSpec", "STATUSES", "machine_of", "utc_now"]
+__all__ = [
+    "MODES",
+    "PRECISIONS",
+    "PRUNING_KINDS",
+    "Result",
+    "RunSpec",
+    "STATUSES",
+    "machine_of",
+    "parse_pruning",
+    "utc_now",
+]
 
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")  # int8: ONNX Runtime's quantization
 STATUSES = ("ok", "oom", "error", "timeout", "unsupported")
+# "unstructured": L1 magnitude zeros baked into dense weights (same shapes, same dense work);
+# "channels": conv output channels removed (a smaller model).
+PRUNING_KINDS = ("unstructured", "channels")
+
+
+def parse_pruning(text: str) -> tuple[str, float] | None:
+    """'channels:0.3' -> ('channels', 0.3); '' -> None. ValueError names what is wrong.
+
+    The amount is the fraction of weights (unstructured) or of each layer's output channels
+    (channels) to remove, strictly between 0 and 1.
+    """
+    if not text:
+        return None
+    kind, colon, amount_text = text.partition(":")
+    if kind not in PRUNING_KINDS or not colon:
+        raise ValueError(
+            f"invalid pruning {text!r}; valid: none, "
+            + ", ".join(f"{k}:AMOUNT" for k in PRUNING_KINDS)
+            + " with AMOUNT a fraction such as 0.5"
+        )
+    try:
+        amount = float(amount_text)
+    except ValueError:
+        raise ValueError(f"pruning amount {amount_text!r} is not a number like 0.5") from None
+    if not 0 < amount < 1:
+        raise ValueError(f"pruning amount must be between 0 and 1 (exclusive), got {amount_text}")
+    return kind, amount
 
 
 def machine_of(environment: dict[str, str]) -> str:
@@ -51,6 +88,7 @@ class RunSpec:
     threads: int = 0  # CPU threads for PyTorch; 0 leaves PyTorch's default
     backend: str = "torch"
     processes: int = 1  # data-parallel processes (DistributedDataParallel), one device each
+    pruning: str = ""  # "" for none, else "KIND:AMOUNT", e.g. "channels:0.3" (parse_pruning)
 
     @property
     def label(self) -> str:
@@ -68,6 +106,8 @@ class RunSpec:
             parts.append(self.backend)
         if self.processes > 1:
             parts.append(f"x{self.processes} processes")
+        if self.pruning:
+            parts.append(f"pruned-{self.pruning}")
         return " ".join(parts)
 
 
@@ -232,3 +272,4 @@ def _check_spec(spec: dict[str, Any]) -> None:
             raise ValueError(f"spec {name!r} must be 1 or more, not {spec[name]}")
     if spec.get("threads", 0) < 0:
         raise ValueError("spec 'threads' must not be negative")
+    parse_pruning(spec.get("pruning", ""))  # its ValueError names what is wrong

@@ -62,6 +62,7 @@ def plan(args: argparse.Namespace) -> Plan:
         threads=args.threads,
         processes=_world_sizes(args),
         backends=_backends(args.backends),
+        pruning=args.pruning,
         blocks=args.epochs,
         max_time=args.max_time,
         warmup=args.warmup,

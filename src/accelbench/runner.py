@@ -73,7 +73,7 @@ def run_config(
             meter = device.power_meter()  # read over the timed samples, not the warm-up
             measurement = measure(block_function(prep), prep.timer, stop, on_block, meter)
             memory = prep.peak_memory()
-            extra = _backend_facts(prep)
+            extra = {**getattr(prep, "info", {}), **_backend_facts(prep)}
             if drift or spec.backend != "torch":
                 extra["drift"] = _drift(prep, workload, device)
             del prep  # free the device for the probe

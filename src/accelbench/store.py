@@ -23,7 +23,7 @@ from .stats import Measurement
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Filters", "Store", "default_db_path"]
 
 APPLICATION_ID = 0x41636342  # "AccB"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SPEC_COLUMNS = [f.name for f in fields(RunSpec)]
 _BOOL_COLUMNS = {"channels_last", "cuda_graphs"}
@@ -86,6 +86,10 @@ CREATE UNIQUE INDEX results_uid ON results (uid);
     # 5: data-parallel runs: how many processes shared the work
     5: """
 ALTER TABLE results ADD COLUMN processes INTEGER NOT NULL DEFAULT 1;
+""",
+    # 6: pruning ("" for none, else "KIND:AMOUNT"), an inference lever
+    6: """
+ALTER TABLE results ADD COLUMN pruning TEXT NOT NULL DEFAULT '';
 """,
 }
 

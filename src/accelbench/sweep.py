@@ -45,6 +45,7 @@ class Sweep:
     threads: tuple[int, ...] = (0,)
     processes: tuple[int, ...] = (1,)  # data-parallel world sizes, ascending
     backends: tuple[str, ...] = ("torch",)  # "onnxruntime" means each provider of the device
+    pruning: tuple[str, ...] = ("",)  # "" for none, else "KIND:AMOUNT"
     blocks: int | None = None  # fixed count; else the workload's default or the adaptive rule
     max_time: float | None = None
     warmup: int = 1
@@ -52,7 +53,10 @@ class Sweep:
     @property
     def id(self) -> str:
         """Same options, same id: how --resume recognizes an interrupted sweep."""
-        text = json.dumps(asdict(self), sort_keys=True, default=str)
+        options = asdict(self)
+        if self.pruning == ("",):  # added later: sweeps without pruning keep their old ids
+            del options["pruning"]
+        text = json.dumps(options, sort_keys=True, default=str)
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
     def stop_rule(self, workload: Workload, processes: int = 1) -> StopRule:
@@ -76,6 +80,7 @@ class Sweep:
             "cuda_graphs": self.cuda_graphs,
             "threads": self.threads,
             "processes": self.processes,
+            "pruning": self.pruning,
         }
         values = itertools.product(*dimensions.values())
         combos = [dict(zip(dimensions, v, strict=True)) for v in values]

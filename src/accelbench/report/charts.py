@@ -91,7 +91,13 @@ def ladder_chart(results: Sequence[Result]) -> bytes | None:
     labels, values = [], []
     for r in ok:
         eager = replace(
-            r.spec, precision="fp32", channels_last=False, compile="", cuda_graphs=False
+            r.spec,
+            precision="fp32",
+            channels_last=False,
+            compile="",
+            cuda_graphs=False,
+            backend="torch",
+            pruning="",
         )
         base = by_spec.get((machine_of(r.environment), eager))
         if base is None or base.spec == r.spec or base.measurement is None:

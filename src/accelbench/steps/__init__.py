@@ -15,9 +15,10 @@ __all__ = ["Prepared", "Step", "active_steps", "register", "unsupported_reason"]
 
 
 def _load() -> None:
-    # Registration order is application order: the layout before DDP wraps the model, DDP
+    # Registration order is application order: pruning first, on the plain fp32 model (it
+    # traces the model and replaces its layers); the layout before DDP wraps the model, DDP
     # before compile (PyTorch compiles the DDP module), graphs last, around the built step.
-    for module in ("threads", "precision", "layout", "parallel", "compile", "graphs"):
+    for module in ("threads", "prune", "precision", "layout", "parallel", "compile", "graphs"):
         importlib.import_module(f".{module}", __name__)  # each registers its step
 
 

@@ -28,6 +28,8 @@ class Prepared:
     autocast_dtype: torch.dtype | None = None
     scaler: Any = None  # a torch.amp.GradScaler for fp16 training
     step: Callable[[], None] = field(default=lambda: None)
+    # Figures steps record about what they did, merged into the Result's metrics by key.
+    info: dict[str, Any] = field(default_factory=dict)
 
     def timer(self) -> Timer:
         return self.device.timer()
