@@ -54,8 +54,10 @@ class Sweep:
     def id(self) -> str:
         """Same options, same id: how --resume recognizes an interrupted sweep."""
         options = asdict(self)
-        if self.pruning == ("",):  # added later: sweeps without pruning keep their old ids
-            del options["pruning"]
+        # Dimensions added later drop out at their defaults, so older sweeps keep their ids.
+        for name, default in (("pruning", ("",)), ("backends", ("torch",))):
+            if options[name] == default:
+                del options[name]
         text = json.dumps(options, sort_keys=True, default=str)
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
