@@ -123,6 +123,9 @@ def test_cli_optimize_runs_the_ladder_stores_it_and_recommends(tmp_path):
     assert report["recommended"] in variants
     listed = run_cli("results", "--sweep", report["sweep"], "--db", db, "--json")
     assert len(json.loads(listed.stdout)) == 4
+    html = tmp_path / "r.html"
+    assert run_cli("report", "--out", str(html), "--db", db).returncode == 0
+    assert "accelbench optimize: speedup and drift per variant" in html.read_text()
 
 
 @pytest.mark.parametrize(

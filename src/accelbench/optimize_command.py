@@ -71,7 +71,8 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> list[Verdict]
         for i, rung in enumerate(plan.rungs):
             result = _run_rung(plan, rung, probe=i == 0)  # the verdict needs fp32's probe
             result = analyze(result, plan.workload, plan.device)
-            metrics = {**result.metrics, "optimize": {"variant": rung.name}}
+            tolerance = vars(plan.tolerance)
+            metrics = {**result.metrics, "optimize": {"variant": rung.name, "tolerance": tolerance}}
             results.append(store.save(replace(result, sweep=plan.id, metrics=metrics)))
             bar.advance(task)
     return assess(plan.rungs, results, plan.tolerance)

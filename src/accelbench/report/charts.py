@@ -13,6 +13,7 @@ from ..results import Result, machine_of
 
 __all__ = [
     "ladder_chart",
+    "optimize_chart",
     "memory_chart",
     "parallel_chart",
     "scaling_chart",
@@ -90,6 +91,8 @@ def ladder_chart(results: Sequence[Result]) -> bytes | None:
     by_spec = {(machine_of(r.environment), r.spec): r for r in reversed(ok)}
     labels, values = [], []
     for r in ok:
+        if "optimize" in r.metrics:
+            continue  # drawn with its drift by optimize_chart
         eager = replace(
             r.spec,
             precision="fp32",
@@ -162,3 +165,57 @@ def parallel_chart(results: Sequence[Result]) -> bytes | None:
     )
     left.legend(fontsize=7)
     return _png(figure)
+
+
+def optimize_chart(results: Sequence[Result]) -> bytes | None:
+    """Each `accelbench optimize` ladder: speedup over fp32 eager beside drift, per variant;
+    variants whose drift breaks the ladder's tolerance are drawn in red."""
+    ladders: dict[str, list[Result]] = {}
+    for r in reversed(_ok(results)):  # oldest first: the ladder's own order
+        if "optimize" in r.metrics:
+            ladders.setdefault(r.sweep, []).append(r)
+    ladders = {k: v for k, v in ladders.items() if _baseline(v) is not None}
+    if not ladders:
+        return None
+    plt = _pyplot()
+    rows = sum(len(v) for v in ladders.values())
+    figure, axes = plt.subplots(
+        len(ladders), 2, figsize=(11, 0.4 * rows + 1.5 * len(ladders)), squeeze=False
+    )
+    for (speed_axes, drift_axes), members in zip(axes, ladders.values(), strict=True):
+        _draw_ladder(speed_axes, drift_axes, members)
+    figure.tight_layout()
+    return _png(figure)
+
+
+def _baseline(members: list[Result]) -> Result | None:
+    return next((r for r in members if r.metrics["optimize"]["variant"] == "fp32 eager"), None)
+
+
+def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> None:
+    base = _baseline(members)
+    assert base is not None and base.measurement is not None
+    names = [r.metrics["optimize"]["variant"] for r in members]
+    speedups = [
+        r.measurement.rate.median / base.measurement.rate.median if r.measurement else 0.0
+        for r in members
+    ]
+    drifts = [max((r.metrics.get("drift") or {}).get("max_rel_error", 0.0), 1e-9) for r in members]
+    tolerance = base.metrics["optimize"].get("tolerance", {}).get("max_rel_error")
+    colors = ["#aa3377" if tolerance and d > tolerance else "#4477aa" for d in drifts]
+    positions = list(range(len(names)))
+    speed_axes.barh(positions, speedups, color=colors)
+    speed_axes.axvline(1.0, color="#888", linewidth=0.8)
+    speed_axes.set_yticks(positions, names, fontsize=8)
+    speed_axes.invert_yaxis()
+    speed_axes.set_xlabel("speedup over fp32 eager (ratio of medians)")
+    spec = base.spec
+    speed_axes.set_title(f"{spec.workload} {spec.mode} b{spec.batch_size} on {spec.device}")
+    drift_axes.barh(positions, drifts, color=colors)
+    drift_axes.set_xscale("log")
+    drift_axes.set_yticks(positions, [""] * len(names))
+    drift_axes.invert_yaxis()
+    drift_axes.set_xlabel("drift: max relative output error vs fp32 (log scale)")
+    if tolerance:
+        drift_axes.axvline(tolerance, color="#aa3377", linestyle="--", linewidth=1)
+        drift_axes.set_title(f"tolerance {tolerance:g} (dashed); red: beyond it")

@@ -33,6 +33,7 @@ img { max-width: 100%; border: 1px solid #eee; margin-bottom: 1.5em; }
 _CHARTS: tuple[tuple[str, Callable[[Sequence[Result]], bytes | None]], ...] = (
     ("Throughput per device and workload", charts.throughput_chart),
     ("Speedup ladder of the optimizations", charts.ladder_chart),
+    ("accelbench optimize: speedup and drift per variant", charts.optimize_chart),
     ("Peak memory", charts.memory_chart),
     ("Scaling with batch size", charts.scaling_chart),
     ("Scaling with data-parallel processes", charts.parallel_chart),
