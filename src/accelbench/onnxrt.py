@@ -17,7 +17,7 @@ import importlib
 import io
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -134,8 +134,9 @@ class OrtPrepared:
         return HostTimer(lambda: None)  # session.run returns with its outputs on the host
 
     def peak_memory(self) -> MemoryReading:
-        if self.device.is_host:
-            return self.device.peak_memory()  # the process's RSS holds the session's memory
+        if self.device.is_host:  # the process's RSS holds the session's memory
+            reading = self.device.peak_memory()
+            return replace(reading, meaning=f"{reading.meaning}, from the session's creation on")
         return MemoryReading(None, "not measured: ONNX Runtime allocates outside PyTorch")
 
 
@@ -154,6 +155,10 @@ def build_session(spec: RunSpec, workload: Workload, device: Device) -> OrtPrepa
             str(path), _session_options(ort, spec), providers=_providers(provider, spec)
         )
     feed = {session.get_inputs()[0].name: exported.example.numpy()}
+    # Export and calibration are one-off costs of many GB (int8 calibration keeps activations):
+    # the peak that matters is the session's.
+    del exported
+    device.reset_peak_memory()
     facts = {
         "onnxruntime": ort.__version__,
         "providers": session.get_providers(),  # the provider asked for, then its fallbacks
