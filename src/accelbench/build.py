@@ -12,7 +12,7 @@ from .results import RunSpec
 from .steps import Prepared, active_steps
 from .workloads import Workload
 
-__all__ = ["build", "block_function"]
+__all__ = ["build", "block_function", "train_function"]
 
 
 def build(spec: RunSpec, workload: Workload, device: Device, seed: int = 0) -> Prepared:
@@ -53,12 +53,16 @@ def block_function(prep: Prepared) -> Callable[[], None]:
     return run_block
 
 
-def _train_step(prep: Prepared) -> Callable[[], None]:
+def train_function(prep: Prepared) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """One optimizer step on the batch given, with the precision's autocast and GradScaler.
+
+    Returns the loss as it is, on the device and not detached: reading it would wait for the
+    device. The timed step calls this on its fixed batch; `verify` on each batch of real data.
+    """
     model, workload, optimizer, scaler = prep.model, prep.workload, prep.optimizer, prep.scaler
-    inputs, targets = prep.batch
     assert optimizer is not None
 
-    def train_step() -> None:
+    def train(inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         optimizer.zero_grad(set_to_none=True)
         with prep.autocast():
             loss = workload.loss(workload.forward(model, inputs), targets)
@@ -69,6 +73,17 @@ def _train_step(prep: Prepared) -> Callable[[], None]:
             scaler.scale(loss).backward()
             scaler.step(optimizer)
             scaler.update()
+        return loss
+
+    return train
+
+
+def _train_step(prep: Prepared) -> Callable[[], None]:
+    train = train_function(prep)
+    inputs, targets = prep.batch
+
+    def train_step() -> None:
+        train(inputs, targets)
 
     return train_step
 
