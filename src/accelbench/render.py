@@ -15,7 +15,14 @@ from .results import Result
 from .stats import Summary
 from .workloads import Workload
 
-__all__ = ["devices_table", "results_table", "run_tables", "workloads_table", "format_bytes"]
+__all__ = [
+    "devices_table",
+    "format_bytes",
+    "results_table",
+    "run_tables",
+    "verify_table",
+    "workloads_table",
+]
 
 
 def format_bytes(n: int | None) -> str:
@@ -251,10 +258,21 @@ def results_table(results: Sequence[Result], width: int = 120) -> str:
             _num(m.rate.median) if m else "—",
             _ci(m.rate) if m else "—",
             _num(m.rate.median * r.samples_per_block) if m else "—",
-            r.status if r.status == "ok" else f"{r.status}: {r.error}",
+            _status(r),
             r.environment.get("host", ""),
         )
     return _render(table, width=width)
+
+
+def _status(r: Result) -> str:
+    """A stored result's status; a verify result's verdict and accuracy with it."""
+    status = r.status if r.status == "ok" else f"{r.status}: {r.error}"
+    facts = r.verification
+    if facts is None:
+        return status
+    if r.status != "ok":
+        return f"verify {status}"
+    return f"verify {facts.get('verdict', '?')}: {facts.get('accuracy', 0):.1%} held-out"
 
 
 def devices_table(devices: Sequence[Device], width: int = 120) -> str:
@@ -406,3 +424,68 @@ def export_table(reports: Sequence[Any], width: int = 120) -> str:
             notes.append(f"{r.target}: inputs {facts['inputs']}, outputs {facts['outputs']}")
         notes += [f"{r.target}: {note}" for note in r.notes]
     return _render(table, notes, width)
+
+
+_VERIFY_HEADERS = (
+    "device",
+    "precision",
+    "final loss",
+    "held-out accuracy",
+    "vs CPU fp32",
+    "max loss deviation",
+    "verdict",
+)
+
+
+def verify_table(results: Sequence[Result], notes: Sequence[str] = (), width: int = 120) -> str:
+    """`accelbench verify`'s results: each run against the CPU fp32 baseline, and why not ok."""
+    workload = results[0].spec.workload if results else ""
+    table = _table(f"accelbench verify: {workload}", _VERIFY_HEADERS, left_columns=2)
+    table.columns[-1].justify = "left"  # the verdict is words
+    curves = []
+    for r in results:
+        facts = r.verification or {}
+        curve = facts.get("loss_curve")
+        cells = ["—"] * 4
+        if r.status == "ok" and curve is not None:
+            diff, gap = facts.get("accuracy_diff_points"), facts.get("max_loss_deviation")
+            cells = [
+                _loss(curve[-1]),
+                f"{facts['accuracy']:.1%}",
+                "baseline" if facts["verdict"] == "baseline" else _signed(diff, " points"),
+                "—" if gap is None else f"{gap:.1%}",
+            ]
+            curves.append(f"  {r.spec.device} {r.spec.precision}: {' '.join(map(_loss, curve))}")
+        table.add_row(r.spec.device, r.spec.precision, *cells, _verdict(r, facts))
+    first = (results[0].verification or {}) if results else {}
+    legend = [
+        f"{first.get('data', 'digits')}; {first.get('epochs', '?')} epochs at batch "
+        f"{results[0].spec.batch_size if results else '?'}, same initial weights and batch order "
+        "on every run; loss = mean training loss of the epoch; loss deviation = difference from "
+        "CPU fp32's loss at the same epoch, as a fraction of CPU fp32's first-epoch loss; "
+        f"tolerances: {first.get('tolerance_points', 0):g} accuracy points, final loss "
+        f"{first.get('loss_tolerance', 0):.0%}",
+    ]
+    if curves:
+        legend += ["loss per epoch:", *curves]
+    return _render(table, [*notes, *legend], width)
+
+
+def _loss(x: float | None) -> str:
+    return "not finite" if x is None else f"{x:.4g}"
+
+
+def _signed(x: float | None, unit: str) -> str:
+    return "—" if x is None else f"{x:+.1f}{unit}"
+
+
+def _verdict(r: Result, facts: dict[str, Any]) -> str:
+    if r.status != "ok":
+        return f"{r.status.upper()}: {r.error}"
+    verdict = str(facts.get("verdict", "?"))
+    reasons = "; ".join(facts.get("reasons", []))
+    if verdict == "diverges":
+        return f"DIVERGES: {reasons}"
+    if verdict == "inconclusive":
+        return f"INCONCLUSIVE: {reasons}"
+    return verdict
