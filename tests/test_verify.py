@@ -130,15 +130,21 @@ def test_a_baseline_that_learned_too_little_makes_the_rest_inconclusive():
     other = judge(_result("cuda:0", **_facts([2.3, 2.2, 2.1], 0.4)), weak, Settings())
     facts = other.metrics["verify"]
     assert facts["verdict"] == "inconclusive"
-    assert "CPU fp32 reached only 70.0% held-out accuracy (under 90%)" in facts["reasons"][0]
-    assert "held-out accuracy -30.0 points" in facts["reasons"][1]  # shown, not decisive
+    assert (
+        "CPU fp32 reached only 70.0% held-out accuracy (under 90%)"
+        in (facts["inconclusive_because"])
+    )
+    assert "held-out accuracy -30.0 points" in facts["reasons"][0]  # shown, not decisive
+    table = verify_table([judge(weak, weak, Settings()), other], width=300)
+    assert table.count("CPU fp32 reached only 70.0%") == 1  # said once, not on every row
+    assert "INCONCLUSIVE (differs anyway: held-out accuracy -30.0 points" in table
 
 
 def test_a_failed_baseline_leaves_nothing_to_compare_against():
     failed = _result(status="oom", error="OutOfMemoryError: no", **_facts([], 0))
     facts = judge(_result("cuda:0", **_facts([2.3, 0.6, 0.2], 0.95)), failed, Settings())
     assert facts.metrics["verify"]["verdict"] == "inconclusive"
-    assert "CPU fp32 ended with oom" in facts.metrics["verify"]["reasons"][0]
+    assert "CPU fp32 ended with oom" in facts.metrics["verify"]["inconclusive_because"]
     assert judge(failed, failed, Settings()).metrics["verify"]["verdict"] == "oom"
 
 

@@ -456,7 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
         "accuracy with the CPU at fp32 (always run first, listed or not). Exit code 0 when every "
         "run is within tolerance; 1 when one diverges (accuracy or final loss beyond tolerance, "
         "or a loss that is not finite), fails, or cannot be judged because the CPU fp32 "
-        "baseline learned too little (under 90%% held-out accuracy); 2 for bad input.",
+        "baseline learned too little (under 90% held-out accuracy); 2 for bad input.",
     )
     verify.add_argument("workload", nargs="?", help="a workload name (or use --model)")
     _add_model_arguments(verify.add_argument_group("your own model"))

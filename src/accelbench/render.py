@@ -442,33 +442,48 @@ def verify_table(results: Sequence[Result], notes: Sequence[str] = (), width: in
     workload = results[0].spec.workload if results else ""
     table = _table(f"accelbench verify: {workload}", _VERIFY_HEADERS, left_columns=2)
     table.columns[-1].justify = "left"  # the verdict is words
-    curves = []
+    curves, said = [], list(notes)
     for r in results:
         facts = r.verification or {}
-        curve = facts.get("loss_curve")
-        cells = ["—"] * 4
-        if r.status == "ok" and curve is not None:
-            diff, gap = facts.get("accuracy_diff_points"), facts.get("max_loss_deviation")
-            cells = [
-                _loss(curve[-1]),
-                f"{facts['accuracy']:.1%}",
-                "baseline" if facts["verdict"] == "baseline" else _signed(diff, " points"),
-                "—" if gap is None else f"{gap:.1%}",
-            ]
-            curves.append(f"  {r.spec.device} {r.spec.precision}: {' '.join(map(_loss, curve))}")
-        table.add_row(r.spec.device, r.spec.precision, *cells, _verdict(r, facts))
-    first = (results[0].verification or {}) if results else {}
-    legend = [
-        f"{first.get('data', 'digits')}; {first.get('epochs', '?')} epochs at batch "
-        f"{results[0].spec.batch_size if results else '?'}, same initial weights and batch order "
-        "on every run; loss = mean training loss of the epoch; loss deviation = difference from "
-        "CPU fp32's loss at the same epoch, as a fraction of CPU fp32's first-epoch loss; "
-        f"tolerances: {first.get('tolerance_points', 0):g} accuracy points, final loss "
-        f"{first.get('loss_tolerance', 0):.0%}",
-    ]
+        table.add_row(r.spec.device, r.spec.precision, *_verify_cells(r, facts))
+        if r.status == "ok" and "loss_curve" in facts:
+            curve = " ".join(map(_loss, facts["loss_curve"]))
+            curves.append(f"  {r.spec.device} {r.spec.precision}: {curve}")
+        because = facts.get("inconclusive_because")
+        if because and f"INCONCLUSIVE: {because}" not in said:  # the same for every run
+            said.append(f"INCONCLUSIVE: {because}")
+    if results:
+        said.append(_verify_legend(results[0]))
     if curves:
-        legend += ["loss per epoch:", *curves]
-    return _render(table, [*notes, *legend], width)
+        said += ["loss per epoch:", *curves]
+    return _render(table, said, width)
+
+
+def _verify_cells(r: Result, facts: dict[str, Any]) -> list[str]:
+    """final loss, accuracy, its difference, the largest loss deviation, the verdict"""
+    if r.status != "ok" or "loss_curve" not in facts:
+        return ["—"] * 4 + [_verdict(r, facts)]
+    diff, gap = facts.get("accuracy_diff_points"), facts.get("max_loss_deviation")
+    return [
+        _loss(facts["loss_curve"][-1]),
+        f"{facts['accuracy']:.1%}",
+        "baseline" if facts.get("is_baseline") else _signed(diff, " points"),
+        "—" if gap is None else f"{gap:.1%}",
+        _verdict(r, facts),
+    ]
+
+
+def _verify_legend(first: Result) -> str:
+    facts = first.verification or {}
+    optimizer = f" with {facts['optimizer']}" if "optimizer" in facts else ""
+    return (
+        f"{facts.get('data', 'digits')}; {facts.get('epochs', '?')} epochs at batch "
+        f"{first.spec.batch_size}{optimizer}, the same initial weights and batch order on every "
+        "run; loss = mean training loss of the epoch; loss deviation = difference from CPU "
+        "fp32's loss at the same epoch, as a fraction of CPU fp32's first-epoch loss; "
+        f"tolerances: {facts.get('tolerance_points', 0):g} accuracy points, final loss "
+        f"{facts.get('loss_tolerance', 0):.0%}"
+    )
 
 
 def _loss(x: float | None) -> str:
@@ -486,6 +501,6 @@ def _verdict(r: Result, facts: dict[str, Any]) -> str:
     reasons = "; ".join(facts.get("reasons", []))
     if verdict == "diverges":
         return f"DIVERGES: {reasons}"
-    if verdict == "inconclusive":
-        return f"INCONCLUSIVE: {reasons}"
+    if verdict == "inconclusive":  # why is said once, below the table
+        return f"INCONCLUSIVE (differs anyway: {reasons})" if reasons else "INCONCLUSIVE"
     return verdict

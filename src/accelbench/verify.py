@@ -185,6 +185,7 @@ class Training:
 
     curve: tuple[float, ...]  # mean training loss of each epoch
     accuracy: float  # held-out, 0 to 1
+    optimizer: str  # e.g. "SGD lr 0.01"
 
 
 def train(
@@ -202,6 +203,7 @@ def train(
         for group in prep.optimizer.param_groups:
             group["lr"] = settings.lr
     step = train_function(prep)
+    optimizer = f"{type(prep.optimizer).__name__} lr {prep.optimizer.param_groups[0]['lr']:g}"
     target = device.torch_device
     order = torch.Generator().manual_seed(settings.seed)  # the same batches everywhere
     batch, count = spec.batch_size, len(data.train_y)
@@ -219,7 +221,7 @@ def train(
         curve.append(float(total.item()) / steps)  # one wait for the device per epoch
         if on_epoch is not None:
             on_epoch(epoch + 1)
-    return Training(tuple(curve), _accuracy(prep, workload, data, batch))
+    return Training(tuple(curve), _accuracy(prep, workload, data, batch), optimizer)
 
 
 def _accuracy(prep: Any, workload: Workload, data: Digits, batch: int) -> float:
@@ -274,8 +276,13 @@ def verify_one(
         return replace(base, status="oom", error=one_line(exc))
     except Exception as exc:  # a failure is data: the other runs go on
         return replace(base, error=one_line(exc))
-    facts = {**facts, "loss_curve": [_finite(x) for x in trained.curve]}
-    return replace(base, status="ok", metrics={"verify": {**facts, "accuracy": trained.accuracy}})
+    facts = {
+        **facts,
+        "optimizer": trained.optimizer,
+        "loss_curve": [_finite(x) for x in trained.curve],
+        "accuracy": trained.accuracy,
+    }
+    return replace(base, status="ok", metrics={"verify": facts})
 
 
 def _finite(x: float) -> float | None:
@@ -285,8 +292,9 @@ def _finite(x: float) -> float | None:
 
 def judge(result: Result, baseline: Result, settings: Settings) -> Result:
     """`result` with its comparison to the baseline and its verdict in metrics["verify"]:
-    baseline, ok, diverges or inconclusive (with "reasons"), or the status of a failed run."""
-    facts = dict(result.metrics["verify"])
+    baseline, ok, diverges (with "reasons"), inconclusive (with "inconclusive_because" and any
+    "reasons" found anyway), or the status of a failed run."""
+    facts = {**result.metrics["verify"], "is_baseline": result is baseline}
     if result.status != "ok":
         facts["verdict"] = result.status
         return replace(result, metrics={**result.metrics, "verify": facts})
@@ -299,7 +307,9 @@ def judge(result: Result, baseline: Result, settings: Settings) -> Result:
     elif problem:
         # Differences found anyway are shown, but cannot be told from chance.
         found = _divergence(facts, settings) if "accuracy_diff_points" in facts else []
-        facts["verdict"], facts["reasons"] = "inconclusive", [problem, *found]
+        facts["verdict"], facts["inconclusive_because"] = "inconclusive", problem
+        if found:
+            facts["reasons"] = found
     elif result is baseline:
         facts["verdict"] = "baseline"
     else:
