@@ -132,7 +132,7 @@ def test_cli_optimize_runs_the_ladder_stores_it_and_recommends(tmp_path):
     ("args", "message"),
     [
         (["--tolerance", "abc"], "'abc' is not a number"),
-        (["--tolerance", "-1"], "must be a number above 0"),
+        (["--tolerance", "-1"], "above 0"),
         (["--device", "tpu"], "tpu"),
         (["--levers", "magic"], "valid: precision, channels_last"),
     ],

@@ -14,7 +14,7 @@ from .results import RunSpec
 from .steps import Prepared, active_steps, unsupported_reason
 from .workloads import Workload
 
-__all__ = ["Runnable", "build", "block_function", "unsupported"]
+__all__ = ["Runnable", "build", "block_function", "train_function", "unsupported"]
 
 Runnable = Prepared | OrtPrepared  # what a backend hands the timing loop
 
@@ -73,12 +73,16 @@ def block_function(prep: Runnable) -> Callable[[], None]:
     return run_block
 
 
-def _train_step(prep: Prepared) -> Callable[[], None]:
+def train_function(prep: Prepared) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """One optimizer step on the batch given, with the precision's autocast and GradScaler.
+
+    Returns the loss as it is, on the device and not detached: reading it would wait for the
+    device. The timed step calls this on its fixed batch; `verify` on each batch of real data.
+    """
     model, workload, optimizer, scaler = prep.model, prep.workload, prep.optimizer, prep.scaler
-    inputs, targets = prep.batch
     assert optimizer is not None
 
-    def train_step() -> None:
+    def train(inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         optimizer.zero_grad(set_to_none=True)
         with prep.autocast():
             loss = workload.loss(workload.forward(model, inputs), targets)
@@ -89,6 +93,17 @@ def _train_step(prep: Prepared) -> Callable[[], None]:
             scaler.scale(loss).backward()
             scaler.step(optimizer)
             scaler.update()
+        return loss
+
+    return train
+
+
+def _train_step(prep: Prepared) -> Callable[[], None]:
+    train = train_function(prep)
+    inputs, targets = prep.batch
+
+    def train_step() -> None:
+        train(inputs, targets)
 
     return train_step
 

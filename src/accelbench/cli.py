@@ -77,16 +77,6 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _positive_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number, e.g. 0.05") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text}")
-    return value
-
-
 def _fraction(text: str) -> float:
     """'5%' or '0.05' -> 0.05."""
     try:
@@ -111,6 +101,29 @@ def _pruning(text: str) -> str:
     assert parsed is not None
     kind, amount = parsed
     return f"{kind}:{amount:g}"
+
+
+def _points(text: str) -> float:
+    """'2', '2%' or '0.5' -> percentage points of accuracy."""
+    try:
+        value = float(text.removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of percentage points like 2"
+        ) from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100 points, got {text}")
+    return value
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
+    return value
 
 
 def _list_of(parse: Callable[[str], Any]) -> Callable[[str], tuple[Any, ...]]:
@@ -144,14 +157,8 @@ def _add_output_options(parser: argparse.ArgumentParser, db: bool = True) -> Non
         )
 
 
-def _add_run_arguments(run: argparse.ArgumentParser) -> None:
-    run.add_argument(
-        "workloads",
-        nargs="*",
-        metavar="WORKLOAD",
-        help=f"workload names (default: {DEFAULT_WORKLOAD}; see `accelbench workloads`)",
-    )
-    model = run.add_argument_group("your own model")
+def _add_model_arguments(model: Any) -> None:
+    """--model and what a bare nn.Module needs, for commands that take one."""
     model.add_argument(
         "--model",
         metavar="REF",
@@ -177,6 +184,16 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
         default="cross-entropy",
         help="loss for an nn.Module (default: cross-entropy)",
     )
+
+
+def _add_run_arguments(run: argparse.ArgumentParser) -> None:
+    run.add_argument(
+        "workloads",
+        nargs="*",
+        metavar="WORKLOAD",
+        help=f"workload names (default: {DEFAULT_WORKLOAD}; see `accelbench workloads`)",
+    )
+    _add_model_arguments(run.add_argument_group("your own model"))
     matrix = run.add_argument_group("configurations (lists multiply)")
     matrix.add_argument(
         "--devices",
@@ -461,10 +478,73 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("ALL", "CPU_AND_NE", "CPU_AND_GPU", "CPU_ONLY"),
         help="Core ML compute units (default: ALL)",
     )
-    _add_one_model(export)
+    _add_model_arguments(export.add_argument_group("your own model"))
     export.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     export.set_defaults(handler=_cmd_export_model)
     _add_optimize(commands)
+
+    verify = commands.add_parser(
+        "verify",
+        help="train on a real data set on each device and precision; flag any that diverge "
+        "from CPU fp32",
+        description="Train the workload from the same initial weights, on the same batches of "
+        "scikit-learn's digits (1,797 8x8 images, resized and replicated to the model's input), "
+        "on each device and precision, and compare each run's loss per epoch and held-out "
+        "accuracy with the CPU at fp32 (always run first, listed or not). Exit code 0 when every "
+        "run is within tolerance; 1 when one diverges (accuracy or final loss beyond tolerance, "
+        "or a loss that is not finite), fails, or cannot be judged because the CPU fp32 "
+        "baseline learned too little (under 90% held-out accuracy); 2 for bad input.",
+    )
+    verify.add_argument("workload", nargs="?", help="a workload name (or use --model)")
+    _add_model_arguments(verify.add_argument_group("your own model"))
+    verify.add_argument(
+        "--devices",
+        default="all",
+        metavar="LIST",
+        help="cpu, cuda, cuda:N, mps, xpu, xpu:N, or all available (default); a device not "
+        "available here becomes a failed row",
+    )
+    verify.add_argument(
+        "--precisions",
+        type=_list_of(_one_of(PRECISIONS)),
+        default=("fp32",),
+        metavar="LIST",
+        help="fp32 (TF32 off), tf32, fp16 (autocast + GradScaler), bf16 (autocast) (default: fp32)",
+    )
+    verify.add_argument(
+        "--epochs",
+        type=_count(1),
+        default=5,
+        metavar="N",
+        help="passes over the training images (default: 5)",
+    )
+    verify.add_argument("--batch-size", type=_count(1), metavar="N", help="default: the workload's")
+    verify.add_argument(
+        "--lr",
+        type=_positive,
+        metavar="X",
+        help="learning rate for the workload's optimizer (default: the workload's own; "
+        "seed-cnn's 0.001 learns too slowly for a few epochs: try 0.01)",
+    )
+    verify.add_argument(
+        "--tolerance",
+        type=_points,
+        default=2.0,
+        metavar="POINTS",
+        help="held-out accuracy may differ from CPU fp32's by this many percentage points "
+        "(default: 2)",
+    )
+    verify.add_argument(
+        "--loss-tolerance",
+        type=_fraction,
+        default=0.1,
+        metavar="PCT",
+        help="the final epoch's loss may differ from CPU fp32's by this fraction of CPU fp32's "
+        "first-epoch loss (default: 10%%)",
+    )
+    verify.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_output_options(verify)
+    verify.set_defaults(handler=_cmd_verify)
 
     results = commands.add_parser(
         "results",
@@ -497,15 +577,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_one_model(parser: argparse.ArgumentParser) -> None:
-    """--model and what describes it, for commands that take one workload."""
-    parser.add_argument("--model", metavar="REF", help="FILE.py:factory or package.module:factory")
-    parser.add_argument("--input-shape", metavar="SHAPE", help="for an nn.Module, e.g. 3x224x224")
-    parser.add_argument("--num-classes", type=_count(1), metavar="N")
-    parser.add_argument("--vocab-size", type=_count(1), metavar="N")
-    parser.add_argument("--loss", choices=("cross-entropy", "mse"), default="cross-entropy")
-
-
 def _add_optimize(commands: Any) -> None:
     optimize = commands.add_parser(
         "optimize",
@@ -517,7 +588,7 @@ def _add_optimize(commands: Any) -> None:
         "fp32 model on the same inputs. Recommends the fastest variant within the tolerance.",
     )
     optimize.add_argument("workload", nargs="?", help="a workload name (or use --model)")
-    _add_one_model(optimize)
+    _add_model_arguments(optimize.add_argument_group("your own model"))
     optimize.add_argument(
         "--device", default="", metavar="D", help="one device (default: the best available)"
     )
@@ -527,7 +598,7 @@ def _add_optimize(commands: Any) -> None:
     )
     optimize.add_argument(
         "--tolerance",
-        type=_positive_number,
+        type=_positive,
         default=0.05,
         metavar="REL",
         help="largest relative output error allowed, against the largest fp32 output "
@@ -669,6 +740,74 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"stored as result(s) {ids} in {store.path} (sweep {sweep})")
     failed = {"oom", "error", "timeout"}
     return 1 if any(r.status in failed for r in results) else 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from .render import verify_table
+    from .run_command import workload_from
+    from .store import Store
+    from .track import progress_bar
+    from .verify import FAILED, Settings, prepare, runs_to_verify, verify
+
+    settings = Settings(
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        tolerance=args.tolerance,
+        loss_tolerance=args.loss_tolerance,
+    )
+    workload = workload_from(args)
+    data = prepare(workload, settings)  # every input checked before the database is opened
+    devices = _verify_devices(args.devices)
+    total = len(runs_to_verify(devices, args.precisions)) * args.epochs
+    with Store(_db_path(args)) as store, progress_bar(disable=args.quiet) as bar:
+        task = bar.add_task(f"verify {workload.name}", total=total)
+        results = verify(
+            workload,
+            devices,
+            args.precisions,
+            settings,
+            data,
+            on_result=store.save,
+            on_epoch=lambda device, precision, epoch: bar.advance(task),
+        )
+    sweep = results[0].sweep
+    if args.json:
+        _emit_json(
+            {"db": str(store.path), "sweep": sweep, "results": [r.to_dict() for r in results]}
+        )
+    else:
+        notes = (
+            []
+            if any(d.is_host for d in devices)
+            else ["cpu was not listed: it ran anyway, at fp32, as the baseline"]
+        )
+        print(verify_table(results, notes, width=_width()), end="")
+        ids = ", ".join(f"#{r.id}" for r in results)
+        print(f"stored as result(s) {ids} in {store.path} (verify run {sweep})")
+    bad = {"diverges", "inconclusive"}
+    failed = [
+        r for r in results if r.status in FAILED or (r.verification or {}).get("verdict") in bad
+    ]
+    return 1 if failed else 0
+
+
+def _verify_devices(text: str) -> list[Any]:
+    """'all' is every available device; named ones are kept even when not available here,
+    so that they become failed rows. An unknown name is bad input."""
+    from .devices import find_device, resolve_devices
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return resolve_devices("all")
+    devices: list[Any] = []
+    for name in names:
+        device = find_device(name)
+        if device not in devices:
+            devices.append(device)
+    if not devices:
+        raise UsageError("--devices names no device; try cpu, cuda or all")
+    return devices
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:

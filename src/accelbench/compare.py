@@ -213,7 +213,7 @@ def compare_runs(
     changes = []
     for r in candidate:
         base = before.get(r.spec)
-        if base is None:
+        if base is None or r.verification is not None:  # a verify run is not a timing
             continue
         if r.measurement is None:
             changes.append(Change(r.spec, base, r, None, True))

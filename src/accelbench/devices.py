@@ -35,6 +35,7 @@ __all__ = [
     "Timer",
     "HostTimer",
     "discover",
+    "find_device",
     "pick_device",
     "resolve_devices",
     "PREFERENCE",
@@ -562,22 +563,38 @@ def pick_device(preferred: str | None = None) -> Device:
     return next(d for d in discover() if d.available)  # cpu is always available
 
 
-def _find(name: str, known: list[Device], available: list[Device]) -> Device:
+def find_device(name: str) -> Device:
+    """The device called `name`, available or not (its `reason` says why not).
+
+    For commands that report an unavailable device as a row rather than refuse the input:
+    only an unknown name raises DeviceError.
+    """
+    return _lookup(name, discover())
+
+
+def _lookup(name: str, known: list[Device]) -> Device:
     kind, _, index = name.partition(":")
     backend = _BACKENDS.get(kind)
     if backend is None or (index and not (index.isdigit() and backend.indexed)):
         raise DeviceError(
             f"unknown device {name!r}; valid: cpu, cuda, cuda:N, mps, xpu, xpu:N, all "
-            f"(available here: {_choices(available)})"
+            f"(available here: {_choices([d for d in known if d.available])})"
         )
     full = f"{kind}:{index or 0}" if backend.indexed else kind
     for device in known:
-        if device.name == full and device.available:
+        if device.name == full:
             return device
     reason = next((d.reason for d in known if d.kind == kind and not d.available), "")
     why = reason or f"{kind} has no device {index or 0}"
+    return Device(name=full, kind=kind, available=False, reason=why, backend=backend)
+
+
+def _find(name: str, known: list[Device], available: list[Device]) -> Device:
+    device = _lookup(name, known)
+    if device.available:
+        return device
     raise DeviceError(
-        f"device {name!r} is not available here: {why}; available: {_choices(available)}"
+        f"device {name!r} is not available here: {device.reason}; available: {_choices(available)}"
     )
 
 

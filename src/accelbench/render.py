@@ -15,7 +15,14 @@ from .results import Result
 from .stats import Summary
 from .workloads import Workload
 
-__all__ = ["devices_table", "results_table", "run_tables", "workloads_table", "format_bytes"]
+__all__ = [
+    "devices_table",
+    "format_bytes",
+    "results_table",
+    "run_tables",
+    "verify_table",
+    "workloads_table",
+]
 
 
 def format_bytes(n: int | None) -> str:
@@ -269,10 +276,21 @@ def results_table(results: Sequence[Result], width: int = 120) -> str:
             _num(m.rate.median) if m else "—",
             _ci(m.rate) if m else "—",
             _num(m.rate.median * r.samples_per_block) if m else "—",
-            r.status if r.status == "ok" else f"{r.status}: {r.error}",
+            _status(r),
             r.environment.get("host", ""),
         )
     return _render(table, width=width)
+
+
+def _status(r: Result) -> str:
+    """A stored result's status; a verify result's verdict and accuracy with it."""
+    status = r.status if r.status == "ok" else f"{r.status}: {r.error}"
+    facts = r.verification
+    if facts is None:
+        return status
+    if r.status != "ok":
+        return f"verify {status}"
+    return f"verify {facts.get('verdict', '?')}: {facts.get('accuracy', 0):.1%} held-out"
 
 
 def devices_table(devices: Sequence[Device], width: int = 120) -> str:
@@ -496,3 +514,83 @@ def _recommendation(chosen: Any, baseline: Any, code: list[str]) -> list[str]:
         spec = chosen.result.spec
         head += f" (accelbench configuration: {spec.label})"
     return [head, *(f"    {line}" for line in code)]
+
+
+_VERIFY_HEADERS = (
+    "device",
+    "precision",
+    "final loss",
+    "held-out accuracy",
+    "vs CPU fp32",
+    "max loss deviation",
+    "verdict",
+)
+
+
+def verify_table(results: Sequence[Result], notes: Sequence[str] = (), width: int = 120) -> str:
+    """`accelbench verify`'s results: each run against the CPU fp32 baseline, and why not ok."""
+    workload = results[0].spec.workload if results else ""
+    table = _table(f"accelbench verify: {workload}", _VERIFY_HEADERS, left_columns=2)
+    table.columns[-1].justify = "left"  # the verdict is words
+    curves, said = [], list(notes)
+    for r in results:
+        facts = r.verification or {}
+        table.add_row(r.spec.device, r.spec.precision, *_verify_cells(r, facts))
+        if r.status == "ok" and "loss_curve" in facts:
+            curve = " ".join(map(_loss, facts["loss_curve"]))
+            curves.append(f"  {r.spec.device} {r.spec.precision}: {curve}")
+        because = facts.get("inconclusive_because")
+        if because and f"INCONCLUSIVE: {because}" not in said:  # the same for every run
+            said.append(f"INCONCLUSIVE: {because}")
+    if results:
+        said.append(_verify_legend(results[0]))
+    if curves:
+        said += ["loss per epoch:", *curves]
+    return _render(table, said, width)
+
+
+def _verify_cells(r: Result, facts: dict[str, Any]) -> list[str]:
+    """final loss, accuracy, its difference, the largest loss deviation, the verdict"""
+    if r.status != "ok" or "loss_curve" not in facts:
+        return ["—"] * 4 + [_verdict(r, facts)]
+    diff, gap = facts.get("accuracy_diff_points"), facts.get("max_loss_deviation")
+    return [
+        _loss(facts["loss_curve"][-1]),
+        f"{facts['accuracy']:.1%}",
+        "baseline" if facts.get("is_baseline") else _signed(diff, " points"),
+        "—" if gap is None else f"{gap:.1%}",
+        _verdict(r, facts),
+    ]
+
+
+def _verify_legend(first: Result) -> str:
+    facts = first.verification or {}
+    optimizer = f" with {facts['optimizer']}" if "optimizer" in facts else ""
+    return (
+        f"{facts.get('data', 'digits')}; {facts.get('epochs', '?')} epochs at batch "
+        f"{first.spec.batch_size}{optimizer}, the same initial weights and batch order on every "
+        "run; loss = mean training loss of the epoch; loss deviation = difference from CPU "
+        "fp32's loss at the same epoch, as a fraction of CPU fp32's first-epoch loss; "
+        f"tolerances: {facts.get('tolerance_points', 0):g} accuracy points, final loss "
+        f"{facts.get('loss_tolerance', 0):.0%}"
+    )
+
+
+def _loss(x: float | None) -> str:
+    return "not finite" if x is None else f"{x:.4g}"
+
+
+def _signed(x: float | None, unit: str) -> str:
+    return "—" if x is None else f"{x:+.1f}{unit}"
+
+
+def _verdict(r: Result, facts: dict[str, Any]) -> str:
+    if r.status != "ok":
+        return f"{r.status.upper()}: {r.error}"
+    verdict = str(facts.get("verdict", "?"))
+    reasons = "; ".join(facts.get("reasons", []))
+    if verdict == "diverges":
+        return f"DIVERGES: {reasons}"
+    if verdict == "inconclusive":  # why is said once, below the table
+        return f"INCONCLUSIVE (differs anyway: {reasons})" if reasons else "INCONCLUSIVE"
+    return verdict

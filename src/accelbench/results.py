@@ -133,6 +133,12 @@ class Result:
     uid: str = field(default_factory=lambda: uuid.uuid4().hex)  # the same in every database
 
     @property
+    def verification(self) -> dict[str, Any] | None:
+        """What `accelbench verify` recorded, for its results (which carry no measurement)."""
+        found = self.metrics.get("verify")
+        return found if isinstance(found, dict) else None
+
+    @property
     def samples_per_block(self) -> int:
         """Samples one block processes, over all data-parallel processes (each has a batch)."""
         return self.spec.batch_size * self.spec.steps_per_block * self.spec.processes
