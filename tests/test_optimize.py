@@ -143,3 +143,23 @@ def test_optimize_bad_input(args, message, tmp_path):
     assert out.returncode == 2 and message in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     assert not db.exists()
+
+
+def test_on_an_nvidia_gpu_the_ladder_adds_tf32_cuda_graphs_and_tensorrt_int8():
+    from accelbench import devices
+
+    if devices.torch.version.hip is not None:
+        pytest.skip("a ROCm build names other providers")
+    gpu = devices.Device(
+        "cuda:0",
+        "cuda",
+        True,
+        "",
+        dtypes=devices.DtypeSupport(fp16=True, bf16=True, tf32=True),
+        backend=devices._BACKENDS["cuda"],
+    )
+    base = make_spec(get_workload("resnet50"), gpu, mode="infer")
+    names = _names(ladder(base, gpu, images=True, levers=LEVERS))
+    for name in ("tf32", "cuda_graphs", "bf16 + channels_last + cuda_graphs"):
+        assert name in names
+    assert "int8 (onnxruntime-tensorrt)" in names

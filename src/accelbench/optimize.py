@@ -14,7 +14,7 @@ from typing import Any
 
 from .compare import Speedup, speedup
 from .devices import Device
-from .onnxrt import backend_name
+from .onnxrt import INT8_PROVIDERS, backend_name
 from .results import Result, RunSpec
 
 __all__ = [
@@ -101,9 +101,11 @@ def _low_precisions(device: Device) -> list[str]:
 def _inference_rungs(base: RunSpec, device: Device, levers: Sequence[str]) -> list[Rung]:
     rungs = []
     if "int8" in levers:
-        # ONNX Runtime quantizes; its first provider for the device runs it (or says why not).
-        provider = device.onnxruntime_providers[0] if device.onnxruntime_providers else "none"
-        backend = backend_name(provider)
+        # ONNX Runtime quantizes; a provider of the device with int8 kernels runs it (TensorRT
+        # on NVIDIA), else its first provider, which says why it cannot.
+        providers = device.onnxruntime_providers
+        int8 = [p for p in providers if p in INT8_PROVIDERS] or list(providers) or ["none"]
+        backend = backend_name(int8[0])
         rungs.append(Rung(f"int8 ({backend})", replace(base, precision="int8", backend=backend)))
     if "pruning" in levers:
         rungs += [Rung(f"pruned {p}", replace(base, pruning=p)) for p in PRUNING]
