@@ -12,6 +12,7 @@ from accelbench.optimize import (
     Tolerance,
     assess,
     ladder,
+    levers_not_tried,
     recommend,
     settings_code,
 )
@@ -89,6 +90,7 @@ def test_a_variant_that_does_not_pay_is_said_so_and_fp32_stays():
         ({"max_rel_error": 0.01, "top1_agreement": 0.5}, "top-1 agreement 50.0%"),
         ({"max_rel_error": 0.01}, None),  # not a classifier: no top-1 to hold it to
         ({"error": "boom"}, "could not be measured (boom)"),
+        ({"max_rel_error": None, "not_finite": True}, "NaN or infinity"),
     ],
 )
 def test_tolerance(drift, breach):
@@ -163,3 +165,12 @@ def test_on_an_nvidia_gpu_the_ladder_adds_tf32_cuda_graphs_and_tensorrt_int8():
     for name in ("tf32", "cuda_graphs", "bf16 + channels_last + cuda_graphs"):
         assert name in names
     assert "int8 (onnxruntime-tensorrt)" in names
+
+
+def test_levers_that_cannot_apply_are_named_with_the_reason():
+    base = make_spec(get_workload("mlp"), CPU, mode="train")
+    skipped = levers_not_tried(base, CPU, images=False, levers=LEVERS)
+    assert skipped["channels_last"] == "the inputs are not images"
+    assert skipped["cuda_graphs"] == "cpu cannot capture graphs"
+    assert "inference lever" in skipped["int8"] and "inference lever" in skipped["pruning"]
+    assert "precision" not in skipped and "compile" not in skipped

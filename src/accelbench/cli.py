@@ -20,6 +20,7 @@ DEFAULT_WORKLOAD = "seed-cnn"
 # Kept here rather than imported so that --help does not import torch; tests check they match.
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
+TRAINING_PRECISIONS = PRECISIONS[:4]  # int8 is ONNX Runtime's, for inference
 COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 SWITCH = {"off": False, "on": True}
 # "onnxruntime" means every execution provider of the device; a provider can be named alone.
@@ -123,6 +124,17 @@ def _positive(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
+    return value
+
+
+def _share(text: str) -> float:
+    """'95%' or '0.95' -> 0.95; unlike _fraction, 0 and 1 (all must agree) are allowed."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share like 95% or 0.95") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0% and 100%, got {text}")
     return value
 
 
@@ -506,7 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument(
         "--precisions",
-        type=_list_of(_one_of(PRECISIONS)),
+        type=_list_of(_one_of(TRAINING_PRECISIONS)),
         default=("fp32",),
         metavar="LIST",
         help="fp32 (TF32 off), tf32, fp16 (autocast + GradScaler), bf16 (autocast) (default: fp32)",
@@ -585,7 +597,9 @@ def _add_optimize(commands: Any) -> None:
         "channels_last, torch.compile, CUDA graphs; for inference also int8 through ONNX "
         "Runtime and pruning), and the stacks that make sense, each measured in its own "
         "process with its speedup over fp32 eager (bootstrap 95%% CI) and its drift from the "
-        "fp32 model on the same inputs. Recommends the fastest variant within the tolerance.",
+        "fp32 model on the same inputs. Recommends the fastest variant within the tolerance. "
+        "Exit code 0 when every variant ran or was unsupported, 1 when one failed (OOM, error, "
+        "timeout), 2 for bad input.",
     )
     optimize.add_argument("workload", nargs="?", help="a workload name (or use --model)")
     _add_model_arguments(optimize.add_argument_group("your own model"))
@@ -606,7 +620,7 @@ def _add_optimize(commands: Any) -> None:
     )
     optimize.add_argument(
         "--min-top1",
-        type=_fraction,
+        type=_share,
         default=0.95,
         metavar="FRACTION",
         help="for classifiers, the share of samples whose top-1 class must agree with fp32's "
@@ -656,12 +670,14 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
                 "sweep": ladder.id,
                 "tolerance": vars(ladder.tolerance),
                 "variants": [v.to_dict() for v in verdicts],
+                "not_tried": ladder.not_tried,
                 "recommended": chosen.rung.name,
             }
         )
     else:
         print(optimize_table(verdicts, chosen, ladder, width=_width()), end="")
-    return 1 if verdicts[0].result.measurement is None else 0
+    failed = {"oom", "error", "timeout"}
+    return 1 if any(v.result.status in failed for v in verdicts) else 0
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:

@@ -22,7 +22,9 @@ from .results import Result, utc_now
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "read_export", "write_export"]
 
 EXPORT_FORMAT = "accelbench-results"
-EXPORT_VERSION = 1
+# 2: results carry fields added since 1 (processes, pruning); version 1 files still read, the
+# missing fields taking their defaults. An older accelbench then says "newer", not "damaged".
+EXPORT_VERSION = 2
 
 
 def write_export(results: Sequence[Result], path: Path) -> None:

@@ -45,6 +45,12 @@ CALIBRATION_BATCHES = 4  # random batches that set int8 activation ranges
 # Providers whose int8 (QDQ) kernels run on the device; the others hand them back to the CPU.
 INT8_PROVIDERS = ("CPUExecutionProvider", "TensorrtExecutionProvider", "OpenVINOExecutionProvider")
 TF32_PROVIDERS = ("CUDAExecutionProvider",)  # ORT's CUDA provider has a use_tf32 switch
+GPU_PROVIDERS = (  # providers that take a device_id
+    "CUDAExecutionProvider",
+    "TensorrtExecutionProvider",
+    "ROCMExecutionProvider",
+    "MIGraphXExecutionProvider",
+)
 TORCH_ONLY = {  # RunSpec options that only mean something to PyTorch
     "channels_last": "channels_last",
     "compile": "torch.compile",
@@ -74,7 +80,7 @@ def expand_backends(backends: tuple[str, ...], device: Device) -> list[str]:
             out.extend(backend_name(p) for p in device.onnxruntime_providers)
         else:
             out.append(backend)
-    return out
+    return list(dict.fromkeys(out))  # "onnxruntime,onnxruntime-cpu" runs the CPU's once
 
 
 def require_onnxruntime() -> Any:
@@ -83,7 +89,7 @@ def require_onnxruntime() -> Any:
         return importlib.import_module("onnxruntime")
     except ImportError:
         raise UsageError(
-            "--backends onnxruntime needs onnxruntime and onnx: pip install 'accelbench[export]'"
+            "ONNX Runtime needs onnxruntime and onnx: pip install 'accelbench[export]'"
         ) from None
 
 
@@ -150,9 +156,18 @@ def build_session(spec: RunSpec, workload: Workload, device: Device) -> OrtPrepa
     precision = "fp16" if spec.precision == "fp16" else "fp32"  # int8 is quantized from fp32
     exported = prepare(workload, precision, spec.batch_size, dynamic_batch=False)
     with tempfile.TemporaryDirectory(prefix="accelbench-ort-") as scratch:
-        path = _onnx_file(exported, Path(scratch), spec.precision)
+        path, exporter = _onnx_file(exported, Path(scratch), spec.precision, provider)
+        # No silent fallback: ONNX Runtime would otherwise rebuild a failed session (or a failed
+        # run) on another provider, and the row would name a provider that did not run it.
         session = ort.InferenceSession(
-            str(path), _session_options(ort, spec), providers=_providers(provider, spec)
+            str(path),
+            _session_options(ort, spec),
+            providers=_providers(provider, spec, device.index),
+            enable_fallback=0,
+        )
+    if session.get_providers()[0] != provider:
+        raise RuntimeError(
+            f"ONNX Runtime did not start {provider} (it runs on {session.get_providers()})"
         )
     feed = {session.get_inputs()[0].name: exported.example.numpy()}
     # Export and calibration are one-off costs of many GB (int8 calibration keeps activations):
@@ -161,11 +176,14 @@ def build_session(spec: RunSpec, workload: Workload, device: Device) -> OrtPrepa
     device.reset_peak_memory()
     facts = {
         "onnxruntime": ort.__version__,
+        "exporter": exporter,
         "providers": session.get_providers(),  # the provider asked for, then its fallbacks
         "timing": "session.run on host arrays: host-device copies of inputs and outputs included"
         if not device.is_host
         else "session.run on host arrays",
     }
+    if provider == "TensorrtExecutionProvider":
+        facts["caveat"] = "TensorRT may run fp32 layers in TF32 (its builder's default)"
 
     def step() -> None:
         session.run(None, feed)
@@ -176,20 +194,27 @@ def build_session(spec: RunSpec, workload: Workload, device: Device) -> OrtPrepa
     return OrtPrepared(spec, step, outputs, device, facts)
 
 
-def _onnx_file(exported: Any, scratch: Path, precision: str) -> Path:
+def _onnx_file(exported: Any, scratch: Path, precision: str, provider: str) -> tuple[Path, str]:
+    """The model file for the session, and which exporter made it (and why, on a fallback)."""
     from .export.onnx import write_onnx  # the exporter `accelbench export` uses
 
     path = scratch / "model.onnx"
     with contextlib.redirect_stderr(io.StringIO()):  # the exporter's progress lines
-        write_onnx(exported, path)
+        exporter, fallback = write_onnx(exported, path)
+    if fallback:
+        exporter += f" (the torch.export-based exporter failed: {fallback})"
     if precision == "int8":
-        return _quantize(path, exported)
-    return path
+        return _quantize(path, exported, symmetric=provider != "CPUExecutionProvider"), exporter
+    return path, exporter
 
 
-def _quantize(path: Path, exported: Any) -> Path:
+def _quantize(path: Path, exported: Any, symmetric: bool) -> Path:
     """Static int8 quantization (QDQ, per-channel weights), ranges set on random batches: the
-    workloads' data are random, so the drift reported beside the result is the check."""
+    workloads' data are random, so the drift reported beside the result is the check.
+
+    The CPU provider's kernels take unsigned activations with a zero point; TensorRT and
+    OpenVINO want signed, symmetric int8 (zero point 0) for activations and weights alike.
+    """
     from onnxruntime.quantization import (
         CalibrationDataReader,
         QuantFormat,
@@ -219,7 +244,10 @@ def _quantize(path: Path, exported: Any) -> Path:
             quant_format=QuantFormat.QDQ,
             per_channel=True,
             weight_type=QuantType.QInt8,
-            activation_type=QuantType.QUInt8,
+            activation_type=QuantType.QInt8 if symmetric else QuantType.QUInt8,
+            extra_options={"ActivationSymmetric": True, "WeightSymmetric": True}
+            if symmetric
+            else {},
         )
     return quantized
 
@@ -232,10 +260,12 @@ def _session_options(ort: Any, spec: RunSpec) -> Any:
     return options
 
 
-def _providers(provider: str, spec: RunSpec) -> list[Any]:
+def _providers(provider: str, spec: RunSpec, index: int) -> list[Any]:
+    """The providers with their options; GPU providers on the spec's GPU, not GPU 0."""
+    gpu = {"device_id": str(index)} if provider in GPU_PROVIDERS else {}
     if provider in TF32_PROVIDERS:
         # ORT's CUDA provider uses TF32 by default; fp32 must mean fp32, as for PyTorch.
-        return [(provider, {"use_tf32": "1" if spec.precision == "tf32" else "0"})]
+        return [(provider, {**gpu, "use_tf32": "1" if spec.precision == "tf32" else "0"})]
     if provider == "TensorrtExecutionProvider":  # TensorRT wants CUDA's provider beside it
-        return [provider, ("CUDAExecutionProvider", {"use_tf32": "0"})]
-    return [provider]
+        return [(provider, gpu), ("CUDAExecutionProvider", {**gpu, "use_tf32": "0"})]
+    return [(provider, gpu)]

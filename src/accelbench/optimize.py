@@ -24,13 +24,18 @@ __all__ = [
     "Verdict",
     "assess",
     "ladder",
+    "levers_not_tried",
     "recommend",
     "settings_code",
 ]
 
 # The levers a user can restrict the ladder to with --levers.
 LEVERS = ("precision", "channels_last", "compile", "cuda_graphs", "int8", "pruning")
-PRUNING = ("unstructured:0.5", "channels:0.3")  # amounts: a common first try, not a tuned one
+PRUNING = ("unstructured:0.5", "channels:0.3")
+INFERENCE = (
+    "int8",
+    "pruning",
+)  # levers for inference only  # amounts: a common first try, not a tuned one
 BASELINE = "fp32 eager"
 
 
@@ -45,6 +50,8 @@ class Tolerance:
         """Why this drift is out of bounds, or None when it is within them."""
         if not drift or "error" in drift:
             return f"its drift could not be measured ({(drift or {}).get('error', 'no figure')})"
+        if drift.get("not_finite"):
+            return "its outputs hold NaN or infinity"
         if drift["max_rel_error"] > self.max_rel_error:
             return (
                 f"max relative error {drift['max_rel_error']:.2g} exceeds the tolerance "
@@ -94,6 +101,23 @@ def ladder(base: RunSpec, device: Device, images: bool, levers: Sequence[str]) -
     return list({r.spec: r for r in rungs}.values())  # a stack equal to a single lever once
 
 
+def levers_not_tried(
+    base: RunSpec, device: Device, images: bool, levers: Sequence[str]
+) -> dict[str, str]:
+    """Each lever asked for that the ladder leaves out here, with the reason."""
+    reasons = {
+        "precision": None if _low_precisions(device) else f"{device.name} runs fp32 only",
+        "channels_last": None if images else "the inputs are not images",
+        "cuda_graphs": None
+        if device.can_capture_graphs
+        else f"{device.name} cannot capture graphs",
+        "compile": None,
+    }
+    inference_only = f"an inference lever; the ladder is for {base.mode}"
+    reasons |= {lever: None if base.mode == "infer" else inference_only for lever in INFERENCE}
+    return {lever: why for lever in levers if (why := reasons.get(lever))}
+
+
 def _low_precisions(device: Device) -> list[str]:
     return [p for p in ("tf32", "fp16", "bf16") if p in device.dtypes.names()]
 
@@ -122,6 +146,7 @@ class Verdict:
     speedup: Speedup | None
     refused: str | None  # why the recommendation may not take it
     note: str
+    baseline: bool = False  # fp32 eager itself, which every speedup is against
 
     def to_dict(self) -> dict[str, Any]:
         drift = self.result.metrics.get("drift")
@@ -147,10 +172,12 @@ def assess(rungs: Sequence[Rung], results: Sequence[Result], tolerance: Toleranc
     for rung, result in zip(rungs, results, strict=True):
         if result.measurement is None:
             out.append(Verdict(rung, result, None, result.error or result.status, ""))
-            continue
-        ratio = speedup(result, base) if result is not base and base.measurement else None
-        refused = None if result is base else tolerance.breach(result.metrics.get("drift"))
-        out.append(Verdict(rung, result, ratio, refused, _note(rung, ratio, launch_bound)))
+        elif result is base:
+            out.append(Verdict(rung, result, None, None, "", baseline=True))
+        else:
+            ratio = speedup(result, base) if base.measurement else None
+            refused = tolerance.breach(result.metrics.get("drift"))
+            out.append(Verdict(rung, result, ratio, refused, _note(rung, ratio, launch_bound)))
     return out
 
 
@@ -223,19 +250,28 @@ def settings_code(spec: RunSpec, device: Device) -> list[str]:
 
 
 def _onnxruntime_code(spec: RunSpec) -> list[str]:
-    provider = spec.backend.removeprefix("onnxruntime-")
+    provider = _provider(spec.backend.removeprefix("onnxruntime-"))
     lines = ['torch.onnx.export(model.eval(), (example,), "model.onnx", dynamo=True)']
     path = "model.onnx"
     if spec.precision == "int8":
+        signed = provider != "CPUExecutionProvider"  # as accelbench quantized it
+        activations = "QuantType.QInt8" if signed else "QuantType.QUInt8"
+        symmetric = (
+            ', extra_options={"ActivationSymmetric": True, "WeightSymmetric": True}'
+            if signed
+            else ""
+        )
         lines += [
-            "from onnxruntime.quantization import QuantFormat, quantize_static",
-            'quantize_static("model.onnx", "model.int8.onnx", calibration_reader, '
-            "quant_format=QuantFormat.QDQ, per_channel=True)  # calibrate on real inputs",
+            "from onnxruntime.quantization import QuantFormat, QuantType, quantize_static",
+            "from onnxruntime.quantization.shape_inference import quant_pre_process",
+            'quant_pre_process("model.onnx", "model.pre.onnx")',
+            'quantize_static("model.pre.onnx", "model.int8.onnx", calibration_reader,  '
+            "# a CalibrationDataReader over real inputs",
+            f"    quant_format=QuantFormat.QDQ, per_channel=True, weight_type=QuantType.QInt8, "
+            f"activation_type={activations}{symmetric})",
         ]
         path = "model.int8.onnx"
-    lines.append(
-        f'session = onnxruntime.InferenceSession("{path}", providers=["{_provider(provider)}"])'
-    )
+    lines.append(f'session = onnxruntime.InferenceSession("{path}", providers=["{provider}"])')
     return lines
 
 
@@ -246,18 +282,22 @@ def _provider(short: str) -> str:
 
 
 def _pruning_code(pruning: str) -> list[str]:
+    """What steps/prune.py does, in a user's terms."""
     kind, amount = pruning.split(":")
     if kind == "unstructured":
         return [
             "import torch.nn.utils.prune as prune",
-            "layers = [(m, 'weight') for m in model.modules() if isinstance(m, (nn.Conv2d, "
-            "nn.Linear))]",
-            f"prune.global_unstructured(layers, prune.L1Unstructured, amount={amount})",
-            "for m, name in layers: prune.remove(m, name)",
+            "for m in model.modules():  # each layer on its own: its smallest weights zeroed",
+            "    if isinstance(m, (nn.Conv2d, nn.Linear)):",
+            f'        prune.l1_unstructured(m, "weight", amount={amount})',
+            '        prune.remove(m, "weight")',
         ]
     return [
         "import torch_pruning as tp  # removes whole channels, so the model really shrinks",
-        f"pruner = tp.pruner.MagnitudePruner(model, example, importance=tp.importance."
-        f"MagnitudeImportance(p=1), pruning_ratio={amount}, ignored_layers=[classifier])",
+        "convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]",
+        "pruner = tp.pruner.BasePruner(model, example, importance=tp.importance."
+        f"MagnitudeImportance(p=1), pruning_ratio={amount}, root_module_types=[nn.Conv2d], "
+        "ignored_layers=[last_layer])  # keep the outputs (a classifier's classes)",
         "pruner.step()",
+        "# then fine-tune: accelbench measures the pruned model untrained",
     ]

@@ -4,9 +4,8 @@ own worker with its drift measured, store every result as it lands, and assess t
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
-from dataclasses import dataclass, replace
+import uuid
+from dataclasses import dataclass, field, replace
 
 from .analysis import Analyzer
 from .build import unsupported
@@ -14,7 +13,7 @@ from .devices import Device, resolve_devices
 from .env import fingerprint
 from .errors import AccelbenchError, UsageError
 from .measure import StopRule
-from .optimize import Rung, Tolerance, Verdict, assess, ladder
+from .optimize import Rung, Tolerance, Verdict, assess, ladder, levers_not_tried
 from .results import Result
 from .run_command import workload_ref
 from .runner import make_spec
@@ -37,12 +36,11 @@ class Ladder:
     stop: StopRule
     tolerance: Tolerance
     timeout: float
+    not_tried: dict[str, str]  # levers asked for that do not apply here, and why
 
-    @property
-    def id(self) -> str:
-        """The sweep id its results are stored under."""
-        text = json.dumps([r.spec.label for r in self.rungs] + [self.ref.name, self.device.name])
-        return "optimize-" + hashlib.sha1(text.encode()).hexdigest()[:10]
+    # Each run of the ladder is its own sweep: a report draws every ladder against its own
+    # fp32 eager, never against another run's or another machine's.
+    id: str = field(default_factory=lambda: f"optimize-{uuid.uuid4().hex[:12]}")
 
 
 def plan_ladder(args: argparse.Namespace) -> Ladder:
@@ -58,8 +56,9 @@ def plan_ladder(args: argparse.Namespace) -> Ladder:
     else:
         stop = StopRule(max_time=args.max_time or DEFAULT_SECONDS, warmup=args.warmup)
     rungs = ladder(base, device, workload.images, args.levers)
+    not_tried = levers_not_tried(base, device, workload.images, args.levers)
     tolerance = Tolerance(args.tolerance, args.min_top1)
-    return Ladder(ref, workload, device, rungs, stop, tolerance, args.timeout)
+    return Ladder(ref, workload, device, rungs, stop, tolerance, args.timeout, not_tried)
 
 
 def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> list[Verdict]:

@@ -188,7 +188,7 @@ def _derived_notes(r: Result) -> list[str]:
         ort = r.metrics["onnxruntime"]
         notes.append(
             f"onnxruntime {ort['onnxruntime']}, providers {', '.join(ort['providers'])}; "
-            f"timed: {ort['timing']}"
+            f"timed: {ort['timing']}" + (f"; {ort['caveat']}" if ort.get("caveat") else "")
         )
     return notes
 
@@ -197,6 +197,8 @@ def drift_note(drift: dict[str, Any]) -> str:
     """A variant's drift from the fp32 model, as a sentence."""
     if "error" in drift:
         return f"no drift figure: {drift['error']}"
+    if drift.get("not_finite"):
+        return f"drift from {drift['reference']}: the outputs hold NaN or infinity"
     text = f"drift from {drift['reference']}: max relative error {drift['max_rel_error']:.2g}"
     if "top1_agreement" in drift:
         text += f", top-1 agreement {drift['top1_agreement']:.1%} of {drift['samples']} samples"
@@ -474,6 +476,8 @@ def optimize_table(verdicts: Sequence[Any], chosen: Any, ladder: Any, width: int
             notes.append(f"{v.rung.name}: refused: {v.refused}")
         if v.note:
             notes.append(f"{v.rung.name}: {v.note}")
+    notes += [f"not tried: {lever}: {why}" for lever, why in ladder.not_tried.items()]
+    notes += _backend_notes(verdicts)
     tolerance = ladder.tolerance
     notes.append(
         f"drift: outputs against the fp32 model's on the benchmark's batch (same weights); "
@@ -486,19 +490,34 @@ def optimize_table(verdicts: Sequence[Any], chosen: Any, ladder: Any, width: int
     return _render(table, notes, width)
 
 
+def _backend_notes(verdicts: Sequence[Any]) -> list[str]:
+    """How ONNX Runtime rows were timed and their memory read, which differs from PyTorch's."""
+    notes = []
+    for v in verdicts:
+        r = v.result
+        ort = r.metrics.get("onnxruntime")
+        if ort and r.measurement is not None:
+            notes.append(
+                f"{v.rung.name}: timed as {ort['timing']}; peak memory is the "
+                f"{r.peak_memory_meaning}" + (f"; {ort['caveat']}" if ort.get("caveat") else "")
+            )
+    return notes
+
+
 def _optimize_cells(v: Any) -> list[str]:
     r = v.result
     if r.measurement is None:
         return [r.status.upper(), "", "", "", "", ""]
     drift = r.metrics.get("drift") or {}
-    top1 = drift.get("top1_agreement")
+    top1, error = drift.get("top1_agreement"), drift.get("max_rel_error")
+    baseline = v.baseline
     return [
         _num(r.samples_per_second or 0),
-        v.speedup.text() if v.speedup else "1.00x (baseline)",
+        "1.00x (baseline)" if baseline else (v.speedup.text() if v.speedup else "—"),
         format_bytes(r.peak_memory),
-        f"{drift['max_rel_error']:.2g}" if "max_rel_error" in drift else "—",
+        "not finite" if drift.get("not_finite") else (f"{error:.2g}" if error is not None else "—"),
         f"{top1:.1%}" if top1 is not None else "—",
-        "baseline" if v is None or not v.speedup else ("no" if v.refused else "yes"),
+        "baseline" if baseline else ("no" if v.refused else "yes"),
     ]
 
 

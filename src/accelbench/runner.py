@@ -136,9 +136,9 @@ def _drift(prep: Runnable, workload: Workload, device: Device) -> dict[str, Any]
             prep = build(replace(spec, mode="infer", cuda_graphs=False), workload, device)
         candidate = prep.outputs()
         reference = reference_outputs(workload, spec.batch_size)
+        return compare_outputs(reference, candidate, classifier=workload.num_classes is not None)
     except Exception as exc:  # the measurement stands; say why there is no drift
         return {"error": one_line(exc)}
-    return compare_outputs(reference, candidate, classifier=workload.num_classes is not None)
 
 
 def _probe(spec: RunSpec, workload: Workload, device: Device) -> dict[str, Any]:

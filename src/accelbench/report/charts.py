@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
+from ..optimize import Tolerance
 from ..results import Result, machine_of
 
 __all__ = [
@@ -192,6 +193,12 @@ def _baseline(members: list[Result]) -> Result | None:
     return next((r for r in members if r.metrics["optimize"]["variant"] == "fp32 eager"), None)
 
 
+def _drawn_drift(drift: dict[str, Any] | None) -> float:
+    """Where a drift bar ends on the log axis: one not finite or not measured at 1 (100%)."""
+    error = (drift or {}).get("max_rel_error")
+    return 1.0 if error is None else max(error, 1e-9)
+
+
 def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> None:
     base = _baseline(members)
     assert base is not None and base.measurement is not None
@@ -200,9 +207,15 @@ def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> Non
         r.measurement.rate.median / base.measurement.rate.median if r.measurement else 0.0
         for r in members
     ]
-    drifts = [max((r.metrics.get("drift") or {}).get("max_rel_error", 0.0), 1e-9) for r in members]
-    tolerance = base.metrics["optimize"].get("tolerance", {}).get("max_rel_error")
-    colors = ["#aa3377" if tolerance and d > tolerance else "#4477aa" for d in drifts]
+    drifts = [_drawn_drift(r.metrics.get("drift")) for r in members]
+    stored = base.metrics["optimize"].get("tolerance")
+    tolerance = Tolerance(**stored) if stored else None
+    colors = [
+        "#aa3377"
+        if tolerance and r is not base and tolerance.breach(r.metrics.get("drift"))
+        else "#4477aa"
+        for r in members
+    ]
     positions = list(range(len(names)))
     speed_axes.barh(positions, speedups, color=colors)
     speed_axes.axvline(1.0, color="#888", linewidth=0.8)
@@ -217,5 +230,6 @@ def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> Non
     drift_axes.invert_yaxis()
     drift_axes.set_xlabel("drift: max relative output error vs fp32 (log scale)")
     if tolerance:
-        drift_axes.axvline(tolerance, color="#aa3377", linestyle="--", linewidth=1)
-        drift_axes.set_title(f"tolerance {tolerance:g} (dashed); red: beyond it")
+        limit = tolerance.max_rel_error
+        drift_axes.axvline(limit, color="#aa3377", linestyle="--", linewidth=1)
+        drift_axes.set_title(f"tolerance {limit:g} (dashed); red: refused by the tolerance")

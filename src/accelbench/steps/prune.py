@@ -118,6 +118,8 @@ def _remove_channels(
         return pruned
     # A forward that hard-codes a flattened size (seed 000's x.view(-1, 16 * 13 * 13)) breaks
     # when the convolutions feeding it shrink: leave those alone and prune the rest.
+    # `model` was pruned in place: name the layers to keep in the untouched copy.
+    keep = [_last_layer(original, inputs, forward)[0]]
     keep += _convs_feeding_linear(original, inputs, forward)
     retried = _try_channels(original, inputs, forward, amount, keep, expected)
     if isinstance(retried, nn.Module):
