@@ -13,7 +13,7 @@ from accelbench.build import unsupported
 from accelbench.devices import Device, resolve_devices
 from accelbench.drift import compare_outputs
 from accelbench.errors import UsageError
-from accelbench.onnxrt import expand_backends, require_onnxruntime
+from accelbench.onnxrt import backend_name, expand_backends, require_onnxruntime
 from accelbench.runner import make_spec, run_one
 from accelbench.workloads import get_workload
 
@@ -145,3 +145,11 @@ def test_an_operator_no_exporter_takes_is_named(tmp_path):
     assert export.returncode == 2
     assert "neither exporter takes the operator accelbench_test.mystery" in export.stderr
     assert export.stdout == "" and list(out.iterdir()) == []  # no partial file
+
+
+def test_the_cli_lists_every_provider_backend_a_device_kind_offers():
+    from accelbench import cli
+
+    offered = [p for b in devices._BACKENDS.values() for p in b.onnxruntime_providers]
+    offered += ["ROCMExecutionProvider", "MIGraphXExecutionProvider"]  # a ROCm build's
+    assert {backend_name(p) for p in offered} == set(cli.BACKENDS) - {"torch", "onnxruntime"}

@@ -78,14 +78,27 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _fraction(text: str) -> float:
+def _percentage(text: str) -> float:
     """'5%' or '0.05' -> 0.05."""
     try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a percentage like 5%") from None
+
+
+def _fraction(text: str) -> float:
+    """A share strictly between none and all, e.g. a threshold of 5%."""
+    value = _percentage(text)
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"must be between 0% and 100%, got {text}")
+    return value
+
+
+def _share(text: str) -> float:
+    """Like _fraction, but 0 and 1 (all must agree) are allowed."""
+    value = _percentage(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be from 0% to 100%, got {text}")
     return value
 
 
@@ -124,17 +137,6 @@ def _positive(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
-    return value
-
-
-def _share(text: str) -> float:
-    """'95%' or '0.95' -> 0.95; unlike _fraction, 0 and 1 (all must agree) are allowed."""
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a share like 95% or 0.95") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be between 0% and 100%, got {text}")
     return value
 
 

@@ -134,7 +134,7 @@ class OrtPrepared:
     step: Callable[[], None]
     outputs: Callable[[], torch.Tensor]  # the outputs on the benchmark's batch, on the CPU
     device: Device
-    facts: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)  # lands in the Result's metrics
 
     def timer(self) -> Timer:
         return HostTimer(lambda: None)  # session.run returns with its outputs on the host
@@ -191,7 +191,7 @@ def build_session(spec: RunSpec, workload: Workload, device: Device) -> OrtPrepa
     def outputs() -> torch.Tensor:
         return torch.from_numpy(np.asarray(session.run(None, feed)[0])).float()
 
-    return OrtPrepared(spec, step, outputs, device, facts)
+    return OrtPrepared(spec, step, outputs, device, {"onnxruntime": facts})
 
 
 def _onnx_file(exported: Any, scratch: Path, precision: str, provider: str) -> tuple[Path, str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from .compare import Speedup, speedup
 from .devices import Device
-from .onnxrt import INT8_PROVIDERS, backend_name
+from .onnxrt import INT8_PROVIDERS, backend_name, provider_of
 from .results import Result, RunSpec
 
 __all__ = [
@@ -219,7 +219,7 @@ def settings_code(spec: RunSpec, device: Device) -> list[str]:
     """The lines that apply this variant's settings in one's own PyTorch code."""
     kind = device.torch_device.type
     if spec.backend != "torch":
-        return _onnxruntime_code(spec)
+        return _onnxruntime_code(spec, device)
     lines = []
     if spec.pruning:
         lines += _pruning_code(spec.pruning)
@@ -249,8 +249,8 @@ def settings_code(spec: RunSpec, device: Device) -> list[str]:
     return lines or ["# nothing to change: fp32 eager is the fastest within tolerance"]
 
 
-def _onnxruntime_code(spec: RunSpec) -> list[str]:
-    provider = _provider(spec.backend.removeprefix("onnxruntime-"))
+def _onnxruntime_code(spec: RunSpec, device: Device) -> list[str]:
+    provider = provider_of(spec.backend, device)
     lines = ['torch.onnx.export(model.eval(), (example,), "model.onnx", dynamo=True)']
     path = "model.onnx"
     if spec.precision == "int8":
@@ -273,12 +273,6 @@ def _onnxruntime_code(spec: RunSpec) -> list[str]:
         path = "model.int8.onnx"
     lines.append(f'session = onnxruntime.InferenceSession("{path}", providers=["{provider}"])')
     return lines
-
-
-def _provider(short: str) -> str:
-    names = {"cpu": "CPU", "cuda": "CUDA", "tensorrt": "Tensorrt", "rocm": "ROCM"}
-    names |= {"migraphx": "MIGraphX", "coreml": "CoreML", "openvino": "OpenVINO"}
-    return f"{names.get(short, short)}ExecutionProvider"
 
 
 def _pruning_code(pruning: str) -> list[str]:

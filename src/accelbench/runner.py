@@ -73,7 +73,7 @@ def run_config(
             meter = device.power_meter()  # read over the timed samples, not the warm-up
             measurement = measure(block_function(prep), prep.timer, stop, on_block, meter)
             memory = prep.peak_memory()
-            extra = {**getattr(prep, "info", {}), **_backend_facts(prep)}
+            extra = dict(prep.info)  # what the steps or the backend recorded
             if drift or spec.backend != "torch":
                 extra["drift"] = _drift(prep, workload, device)
             del prep  # free the device for the probe
@@ -118,11 +118,6 @@ def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[s
             f"(NVML's about every 100 ms), so this figure is rough; time longer with --max-time"
         )
     return out
-
-
-def _backend_facts(prep: Runnable) -> dict[str, Any]:
-    facts = getattr(prep, "facts", None)
-    return {"onnxruntime": facts} if facts else {}
 
 
 def _drift(prep: Runnable, workload: Workload, device: Device) -> dict[str, Any]:

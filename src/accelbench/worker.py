@@ -15,7 +15,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -25,6 +25,18 @@ from .results import Result, RunSpec
 from .workloads import WorkloadRef
 
 __all__ = ["run_isolated"]
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What the worker process needs to run one configuration (it is pickled across)."""
+
+    spec: RunSpec
+    ref: WorkloadRef
+    stop: StopRule
+    probe: bool
+    launch: Launch
+    drift: bool
 
 
 def run_isolated(
@@ -45,8 +57,8 @@ def run_isolated(
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
     launch = launch or Launch(timeout=timeout)
-    args = (sender, spec, ref, stop, probe, launch, drift)
-    process = context.Process(target=_worker, args=args, daemon=False)
+    job = _Job(spec, ref, stop, probe, launch, drift)
+    process = context.Process(target=_worker, args=(sender, job), daemon=False)
     process.start()
     sender.close()  # so the parent sees EOF when the child dies
     failed = Result(
@@ -119,53 +131,37 @@ def _exit_reason(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def _worker(
-    sender: Connection,
-    spec: RunSpec,
-    ref: WorkloadRef,
-    stop: StopRule,
-    probe: bool,
-    launch: Launch,
-    drift: bool,
-) -> None:
+def _worker(sender: Connection, job: _Job) -> None:
     """The child: run, and send the Result whatever happens short of dying."""
     from .runner import one_line
 
     with contextlib.suppress(AttributeError, PermissionError):
         os.setsid()  # lead a process group, so the parent can end everything this starts
     try:
-        result = _run(sender, spec, ref, stop, probe, launch, drift)
+        result = _run(sender, job)
     except Exception as exc:  # even loading failed: still a result, never a lost config
-        result = Result(spec=spec, status="error", error=one_line(exc))
+        result = Result(spec=job.spec, status="error", error=one_line(exc))
     sender.send(("result", result))
     sender.close()
 
 
-def _run(
-    sender: Connection,
-    spec: RunSpec,
-    ref: WorkloadRef,
-    stop: StopRule,
-    probe: bool,
-    launch: Launch,
-    drift: bool,
-) -> Result:
+def _run(sender: Connection, job: _Job) -> Result:
     """Find the workload and device again in this process, and measure."""
     from .devices import resolve_devices
     from .runner import run_config
     from .workloads import load_workload
 
-    if spec.processes > 1:
+    if job.spec.processes > 1:
         from .dist import run_data_parallel
 
-        return run_data_parallel(spec, ref, stop, launch)
-    device = resolve_devices(spec.device)[0]
+        return run_data_parallel(job.spec, job.ref, job.stop, job.launch)
+    device = resolve_devices(job.spec.device)[0]
     return run_config(
-        spec,
-        load_workload(ref),
+        job.spec,
+        load_workload(job.ref),
         device,
-        stop,
-        probe=probe,
-        drift=drift,
+        job.stop,
+        probe=job.probe,
+        drift=job.drift,
         on_block=lambda i, s: sender.send(("block", i, s)),
     )
