@@ -1,7 +1,8 @@
 """How much does accelbench's harness add? Its timing loop against a bare CUDA-event loop,
 interleaved in one process on the very same prepared step.
 
-For each configuration this builds the step once, exactly as accelbench does (accelbench.build),
+For each configuration this builds the step once, exactly as accelbench does
+(accelbench.backends.build),
 warms it up, then alternates for several rounds: a bare loop (one pair of torch.cuda.Event
 around N steps run back to back: the mean step) and accelbench's own `measure` with its default
 adaptive stop rule (the median step). Same process, same memory, same clocks: the ratio of the
@@ -21,10 +22,10 @@ import sys
 
 import torch
 
-from accelbench.build import block_function, build
+from accelbench.backends.build import block_function, build
 from accelbench.devices import resolve_devices
-from accelbench.measure import StopRule, measure
-from accelbench.runner import make_spec
+from accelbench.engine.measure import StopRule, measure
+from accelbench.engine.runner import make_spec
 from accelbench.workloads import get_workload
 
 

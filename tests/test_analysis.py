@@ -4,11 +4,11 @@ from types import MappingProxyType
 
 import pytest
 
-from accelbench.analysis import Analyzer, count_flops_per_sample
+from accelbench.analysis.metrics import Analyzer, count_flops_per_sample
+from accelbench.core.result import Result, RunSpec
+from accelbench.core.stats import Measurement
 from accelbench.devices import resolve_devices
-from accelbench.peaks import PeakFigures
-from accelbench.results import Result, RunSpec
-from accelbench.stats import Measurement
+from accelbench.devices.peaks import PeakFigures
 from accelbench.workloads import get_workload
 
 CPU = resolve_devices("cpu")[0]

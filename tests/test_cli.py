@@ -14,7 +14,7 @@ from .conftest import REPO, digest, run_cli
 
 def test_help_does_not_import_torch():
     code = (
-        "import sys; from accelbench.cli import build_parser; build_parser(); "
+        "import sys; from accelbench.cli.main import build_parser; build_parser(); "
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -214,12 +214,13 @@ def test_module_runs_from_the_source_tree():
 
 def test_cli_choices_match_the_library():
     """The CLI keeps its own copies (so --help does not import torch); they must not drift."""
-    from accelbench import cli, results
-    from accelbench.steps.compile import MODES as COMPILE_MODES
+    from accelbench.cli import main as cli
+    from accelbench.core import result as results
+    from accelbench.levers.compile import MODES as COMPILE_MODES
 
     assert cli.MODES == results.MODES
     assert cli.PRECISIONS == results.PRECISIONS
-    from accelbench.compare import DIMENSIONS
+    from accelbench.analysis.compare import DIMENSIONS
 
     assert tuple(DIMENSIONS) == cli.COMPARE_BY
     assert ("off", *COMPILE_MODES) == cli.COMPILE_MODES

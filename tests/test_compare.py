@@ -5,11 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from accelbench.compare import compare, compare_runs, speedup
+from accelbench.analysis.compare import compare, compare_runs, speedup
+from accelbench.core.result import Result, RunSpec
+from accelbench.core.stats import Measurement
 from accelbench.errors import UsageError
-from accelbench.results import Result, RunSpec
-from accelbench.stats import Measurement
-from accelbench.store import Store
+from accelbench.store.db import Store
 
 from .conftest import run_cli
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from accelbench.results import Result, RunSpec
-from accelbench.run_command import _with_scaling
-from accelbench.stats import Measurement
+from accelbench.core.result import Result, RunSpec
+from accelbench.core.stats import Measurement
+from accelbench.workflows.benchmark import _with_scaling
 
 from .conftest import run_cli
 

@@ -5,11 +5,11 @@ import sqlite3
 
 import pytest
 
+from accelbench.core.result import Result, RunSpec
+from accelbench.core.stats import Measurement
 from accelbench.errors import StoreError
-from accelbench.exchange import read_export, write_export
-from accelbench.results import Result, RunSpec
-from accelbench.stats import Measurement
-from accelbench.store import Store
+from accelbench.store.db import Store
+from accelbench.store.results_file import read_export, write_export
 
 from .conftest import digest, run_cli
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from accelbench.errors import UsageError
-from accelbench.export import export_model
-from accelbench.export.common import atomic_path
-from accelbench.export.coreml import export_coreml
-from accelbench.export.onnx import export_onnx
+from accelbench.exporters import export_model
+from accelbench.exporters.common import atomic_path
+from accelbench.exporters.coreml import export_coreml
+from accelbench.exporters.onnx import export_onnx
 from accelbench.workloads import get_workload
 
 from .conftest import run_cli

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from accelbench.flops import count_flops, flops_per_sample
+from accelbench.analysis.flops import count_flops, flops_per_sample
 
 
 def call(model: nn.Module, inputs: torch.Tensor) -> torch.Tensor:

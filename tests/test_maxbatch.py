@@ -2,8 +2,8 @@
 
 import pytest
 
-from accelbench.maxbatch import LIMIT, find_max_batch, out_of_memory
-from accelbench.results import Result, RunSpec
+from accelbench.core.result import Result, RunSpec
+from accelbench.engine.maxbatch import LIMIT, find_max_batch, out_of_memory
 
 SPEC = RunSpec("resnet50", "cuda:0", 128, 1)
 

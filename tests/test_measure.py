@@ -1,7 +1,7 @@
 import pytest
 
 from accelbench.devices import HostTimer
-from accelbench.measure import StopRule, measure
+from accelbench.engine.measure import StopRule, measure
 
 
 class Recorder:

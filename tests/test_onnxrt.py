@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from accelbench import devices
-from accelbench.build import unsupported
+from accelbench.analysis.drift import compare_outputs
+from accelbench.backends.build import unsupported
+from accelbench.backends.onnxruntime import backend_name, expand_backends, require_onnxruntime
 from accelbench.devices import Device, resolve_devices
-from accelbench.drift import compare_outputs
+from accelbench.engine.runner import make_spec, run_one
 from accelbench.errors import UsageError
-from accelbench.onnxrt import backend_name, expand_backends, require_onnxruntime
-from accelbench.runner import make_spec, run_one
 from accelbench.workloads import get_workload
 
 from .conftest import run_cli
@@ -148,7 +148,7 @@ def test_an_operator_no_exporter_takes_is_named(tmp_path):
 
 
 def test_the_cli_lists_every_provider_backend_a_device_kind_offers():
-    from accelbench import cli
+    from accelbench.cli import main as cli
 
     offered = [p for b in devices._BACKENDS.values() for p in b.onnxruntime_providers]
     offered += ["ROCMExecutionProvider", "MIGraphXExecutionProvider"]  # a ROCm build's

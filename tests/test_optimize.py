@@ -5,8 +5,11 @@ import json
 import numpy as np
 import pytest
 
+from accelbench.core.result import Result
+from accelbench.core.stats import Measurement
 from accelbench.devices import resolve_devices
-from accelbench.optimize import (
+from accelbench.engine.runner import make_spec
+from accelbench.workflows.optimize import (
     LEVERS,
     Rung,
     Tolerance,
@@ -16,9 +19,6 @@ from accelbench.optimize import (
     recommend,
     settings_code,
 )
-from accelbench.results import Result
-from accelbench.runner import make_spec
-from accelbench.stats import Measurement
 from accelbench.workloads import get_workload
 
 from .conftest import run_cli

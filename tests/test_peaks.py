@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from accelbench.devices import DtypeSupport, resolve_devices
+from accelbench.devices.peaks import _TABLE, PeakFigures, calibrate, known_peaks
 from accelbench.errors import UsageError
-from accelbench.peaks import _TABLE, PeakFigures, calibrate, known_peaks
 
 PRECISIONS = {"fp32", "tf32", "fp16", "bf16"}
 

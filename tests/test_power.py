@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from accelbench.power import (
+from accelbench.devices.power import (
     THREAD_NAME,
     NvmlPower,
     PowerMeter,

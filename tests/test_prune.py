@@ -5,12 +5,12 @@ import pytest
 import torch
 from torch import nn
 
-from accelbench.build import build
+from accelbench.backends.build import build
+from accelbench.core.result import RunSpec, parse_pruning
 from accelbench.devices import resolve_devices
-from accelbench.results import RunSpec, parse_pruning
-from accelbench.runner import run_one
-from accelbench.steps import unsupported_reason
-from accelbench.steps.prune import prune_model
+from accelbench.engine.runner import run_one
+from accelbench.levers import unsupported_reason
+from accelbench.levers.prune import prune_model
 from accelbench.workloads import Workload, get_workload
 from accelbench.workloads.base import random_images
 

@@ -2,10 +2,10 @@
 
 import re
 
+from accelbench.core.result import Result, RunSpec
+from accelbench.core.stats import Measurement
 from accelbench.devices import discover
-from accelbench.render import devices_table, format_bytes, results_table, run_tables
-from accelbench.results import Result, RunSpec
-from accelbench.stats import Measurement
+from accelbench.render.console import devices_table, format_bytes, results_table, run_tables
 
 
 def _result(device="cpu", status="ok", samples=(0.5,) * 8, metrics=None):

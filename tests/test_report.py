@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 
-from accelbench.report import html_report, markdown_report, throughput_chart
-from accelbench.results import Result, RunSpec
-from accelbench.stats import Measurement
-from accelbench.store import Store
+from accelbench.core.result import Result, RunSpec
+from accelbench.core.stats import Measurement
+from accelbench.render import html_report, markdown_report, throughput_chart
+from accelbench.store.db import Store
 
 from .conftest import run_cli
 
@@ -172,7 +172,7 @@ def test_report_renders_in_a_real_browser_with_charts_and_no_errors(browser, tmp
 
 
 def test_the_data_parallel_chart_appears_when_process_counts_differ():
-    from accelbench.report.charts import parallel_chart
+    from accelbench.render.charts import parallel_chart
 
     def run(processes, seconds):
         return Result(

@@ -3,8 +3,8 @@ from dataclasses import replace
 import torch
 
 from accelbench.devices import _Cpu, resolve_devices
-from accelbench.power import PowerMeter
-from accelbench.runner import run_one
+from accelbench.devices.power import PowerMeter
+from accelbench.engine.runner import run_one
 from accelbench.workloads import get_workload
 from accelbench.workloads.seed import SeedMLP
 
@@ -71,7 +71,7 @@ class _StillCounter:
         pass
 
     def stop(self):
-        from accelbench.power import PowerReading
+        from accelbench.devices.power import PowerReading
 
         return PowerReading(
             average_watts=0.0, joules=0.0, seconds=0.05, samples=2, source="a still counter"

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from accelbench.stats import Measurement, median_ci, summarize
+from accelbench.core.stats import Measurement, median_ci, summarize
 
 
 def test_median_ci_matches_the_published_order_statistic_ranks():

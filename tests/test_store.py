@@ -3,10 +3,10 @@ from dataclasses import replace
 
 import pytest
 
+from accelbench.core.result import Result, RunSpec
+from accelbench.core.stats import Measurement
 from accelbench.errors import StoreError
-from accelbench.results import Result, RunSpec
-from accelbench.stats import Measurement
-from accelbench.store import SCHEMA_VERSION, Filters, Store
+from accelbench.store.db import SCHEMA_VERSION, Filters, Store
 
 from .conftest import digest
 
@@ -100,7 +100,7 @@ def test_directory_and_missing_parent_are_refused(tmp_path):
 
 
 def test_a_version_1_database_migrates_forward_and_keeps_its_rows(tmp_path):
-    from accelbench.store import _SCHEMA_V1, APPLICATION_ID
+    from accelbench.store.db import _SCHEMA_V1, APPLICATION_ID
 
     path = tmp_path / "v1.db"
     conn = sqlite3.connect(path)
@@ -126,7 +126,7 @@ def test_a_version_1_database_migrates_forward_and_keeps_its_rows(tmp_path):
 
 
 def test_a_version_5_database_gains_the_pruning_column_and_keeps_its_rows(tmp_path):
-    from accelbench.store import _MIGRATIONS, _SCHEMA_V1, APPLICATION_ID
+    from accelbench.store.db import _MIGRATIONS, _SCHEMA_V1, APPLICATION_ID
 
     path = tmp_path / "v5.db"
     conn = sqlite3.connect(path)

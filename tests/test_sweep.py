@@ -3,11 +3,11 @@
 import json
 import textwrap
 
+from accelbench.core.result import Result
 from accelbench.devices import resolve_devices
-from accelbench.measure import StopRule
-from accelbench.results import Result
-from accelbench.sweep import Sweep, run_configs
-from accelbench.worker import run_isolated
+from accelbench.engine.measure import StopRule
+from accelbench.engine.sweep import Sweep, run_configs
+from accelbench.engine.worker import run_isolated
 from accelbench.workloads import WorkloadRef, get_workload
 
 from .conftest import run_cli
@@ -80,7 +80,7 @@ def test_run_configs_skips_what_is_done_and_tags_the_sweep():
 
 def test_a_worker_runs_in_its_own_process_and_reports_blocks():
     spec = get_workload("mlp")
-    from accelbench.runner import make_spec
+    from accelbench.engine.runner import make_spec
 
     blocks = []
     result = run_isolated(

@@ -3,7 +3,7 @@ from dataclasses import replace
 import pytest
 
 from accelbench.devices import _Cpu, resolve_devices
-from accelbench.track import track
+from accelbench.engine.track import track
 
 
 class LoggingCpu(_Cpu):

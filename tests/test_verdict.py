@@ -1,6 +1,6 @@
 """The bottleneck verdict, on timings with known answers."""
 
-from accelbench.verdict import Timing, judge
+from accelbench.analysis.verdict import Timing, judge
 
 H200 = {"peak_flops": 680e12, "bandwidth": 4.1e12}
 

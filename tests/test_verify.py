@@ -7,13 +7,13 @@ from dataclasses import replace
 import pytest
 import torch
 
-from accelbench.compare import compare
+from accelbench.analysis.compare import compare
+from accelbench.core.result import Result, RunSpec
 from accelbench.devices import find_device
 from accelbench.errors import UsageError
-from accelbench.render import results_table, verify_table
-from accelbench.results import Result, RunSpec
-from accelbench.store import Store
-from accelbench.verify import (
+from accelbench.render.console import results_table, verify_table
+from accelbench.store.db import Store
+from accelbench.workflows.verify import (
     MIN_BASELINE_ACCURACY,
     Settings,
     check_workload,
@@ -286,7 +286,7 @@ def test_cli_verify_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
 
 
 def test_reports_of_throughput_leave_verify_results_out():
-    from accelbench.report import markdown_report
+    from accelbench.render import markdown_report
 
     ok = replace(BASELINE, environment={"host": "h"})
     failed_verify = _result("cuda:0", status="error", error="verify boom")

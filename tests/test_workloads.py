@@ -1,10 +1,10 @@
 import pytest
 import torch
 
-from accelbench.build import build
+from accelbench.backends.build import build
 from accelbench.devices import resolve_devices
+from accelbench.engine.runner import make_spec
 from accelbench.errors import WorkloadError
-from accelbench.runner import make_spec
 from accelbench.workloads import Workload, get_workload, list_workloads, register
 from accelbench.workloads.seed import SeedCNN
 

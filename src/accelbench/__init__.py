@@ -18,16 +18,16 @@ _EXPORTS = {
     "discover": "devices",
     "pick_device": "devices",
     "resolve_devices": "devices",
-    "Measurement": "stats",
-    "measure": "measure",
-    "Result": "results",
-    "RunSpec": "results",
-    "run_one": "runner",
-    "run_config": "runner",
-    "make_spec": "runner",
-    "StopRule": "measure",
-    "Store": "store",
-    "track": "track",
+    "Measurement": "core.stats",
+    "measure": "engine.measure",
+    "Result": "core.result",
+    "RunSpec": "core.result",
+    "run_one": "engine.runner",
+    "run_config": "engine.runner",
+    "make_spec": "engine.runner",
+    "StopRule": "engine.measure",
+    "Store": "store.db",
+    "track": "engine.track",
     "Workload": "workloads",
     "get_workload": "workloads",
     "list_workloads": "workloads",
@@ -45,12 +45,12 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # let type checkers and editors see the real names
+    from .core.result import Result, RunSpec
+    from .core.stats import Measurement
     from .devices import Device, discover, pick_device, resolve_devices
+    from .engine.measure import StopRule, measure
+    from .engine.runner import make_spec, run_config, run_one
+    from .engine.track import track
     from .errors import AccelbenchError
-    from .measure import StopRule, measure
-    from .results import Result, RunSpec
-    from .runner import make_spec, run_config, run_one
-    from .stats import Measurement
-    from .store import Store
-    from .track import track
+    from .store.db import Store
     from .workloads import Workload, get_workload, list_workloads, register

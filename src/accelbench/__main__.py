@@ -2,7 +2,7 @@
 
 import sys
 
-from .cli import main
+from .cli.main import main
 
 # Guarded: spawned worker processes import the main module again and must not rerun the CLI.
 if __name__ == "__main__":

@@ -1,0 +1,104 @@
+"""Figures derived from a measured result: FLOPs, achieved FLOP/s, MFU, and the verdict.
+
+FLOPs are counted once per workload and mode (they do not depend on the device, precision or
+memory layout), on PyTorch's meta device where the model allows it, so counting costs no
+compute; per-sample figures scale to any batch. Peak figures come from a calibration stored for
+the device, else from the table of known devices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from ..core.result import Result
+from ..devices import Device
+from ..devices.peaks import PeakFigures, known_peaks
+from ..workloads import Workload
+from .verdict import Timing, judge
+
+__all__ = ["Analyzer", "count_flops_per_sample"]
+
+_COUNT_BATCH = 2
+
+
+def count_flops_per_sample(workload: Workload, mode: str) -> float | None:
+    """FLOPs per sample of one train or infer step; None when the model cannot be counted."""
+    from .flops import count_flops
+
+    for device in ("meta", "cpu"):  # meta costs nothing; some models only build for real
+        try:
+            return _count_on(workload, mode, torch.device(device), count_flops)
+        except Exception:  # noqa: S112  (try the next device; None says "not counted")
+            continue
+    return None
+
+
+def _count_on(workload: Workload, mode: str, device: torch.device, count: Any) -> float:
+    with device:
+        model = workload.build_model()
+    inputs, targets = workload.make_batch(torch.Generator().manual_seed(0), _COUNT_BATCH)
+    inputs, targets = inputs.to(device), targets.to(device)
+    loss = (lambda out: workload.loss(out, targets)) if mode == "train" else None
+    return float(count(model, inputs, workload.forward, loss)) / _COUNT_BATCH
+
+
+class Analyzer:
+    """Adds derived figures to results, caching FLOP counts and peak figures."""
+
+    def __init__(self, calibrated: dict[str, PeakFigures] | None = None) -> None:
+        self._calibrated = calibrated or {}  # device model -> figures measured here
+        self._flops: dict[tuple[str, str], float | None] = {}
+
+    def peaks(self, device: Device) -> PeakFigures | None:
+        return self._calibrated.get(device.model) or known_peaks(device.model)
+
+    def __call__(self, result: Result, workload: Workload, device: Device) -> Result:
+        m = result.measurement
+        if m is None:
+            return result
+        key = (result.spec.workload, result.spec.mode)
+        if key not in self._flops:
+            self._flops[key] = count_flops_per_sample(workload, result.spec.mode)
+        metrics = dict(result.metrics)
+        # Channel pruning made the model itself cheaper: its worker counted the pruned model.
+        per_sample = (metrics.get("pruning") or {}).get("flops_per_sample", self._flops[key])
+        metrics.update(self._figures(result, per_sample, self.peaks(device)))
+        return replace(result, metrics=metrics)
+
+    def _figures(
+        self, result: Result, per_sample: float | None, peaks: PeakFigures | None
+    ) -> dict[str, Any]:
+        spec, m = result.spec, result.measurement
+        assert m is not None
+        step_s = m.time.median / spec.steps_per_block
+        out: dict[str, Any] = {}
+        flops_per_step = None
+        if per_sample is not None:
+            flops_per_step = per_sample * spec.batch_size
+            out["flops_per_sample"] = per_sample
+            out["achieved_flops"] = flops_per_step / step_s
+        peak = peaks.flops.get(spec.precision) if peaks else None
+        if peak and flops_per_step:
+            out["peak_flops"] = peak
+            out["peak_source"] = peaks.source if peaks else ""
+            out["mfu"] = flops_per_step / step_s / peak
+        probe = result.metrics.get("probe") or {}
+        memory = result.peak_memory if result.metrics.get("memory_tensors_only") else None
+        timing = Timing(
+            batch=spec.batch_size,
+            step_s=step_s,
+            probe_batch=probe.get("batch_size"),
+            probe_step_s=probe.get("step_time_s"),
+            flops_per_step=flops_per_step,
+            peak_flops=peak,
+            bandwidth=peaks.bandwidth if peaks else None,
+            # A training step writes its saved activations and reads them back; inference
+            # mostly reads. The peak working set once (inference) or twice (training) estimates
+            # the step's traffic; caches in the peak make it rough, so the verdict says so.
+            bytes_per_step=(2.0 if spec.mode == "train" else 1.0) * memory if memory else None,
+        )
+        out["verdict"] = judge(timing).to_dict()
+        return out

@@ -1,0 +1,181 @@
+"""Run one configuration in this process, turning failures into results."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from ..backends.build import Runnable, block_function, build, unsupported
+from ..core.result import Result, RunSpec
+from ..core.stats import Measurement
+from ..devices import Device
+from ..devices.fingerprint import fingerprint
+from ..devices.power import PowerMeter
+from ..workloads import Workload
+from .measure import StopRule, measure
+
+__all__ = ["make_spec", "one_line", "run_config", "run_one"]
+
+# torch.OutOfMemoryError (2.5+) covers every device's allocator; older releases had CUDA's only.
+_OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+MIN_POWER_SECONDS = 3.0  # below this, an energy counter's steps make the average rough
+PROBE_DIVISOR = 4  # the verdict compares the step at the batch with the step at batch / 4
+PROBE_STOP = StopRule(warmup=2, max_time=2.0, min_blocks=5, target_ci=0.05)
+
+
+def make_spec(workload: Workload, device: Device, **options: object) -> RunSpec:
+    """A RunSpec with the workload's defaults; `options` override any RunSpec field."""
+    fields: dict[str, object] = {
+        "workload": workload.name,
+        "device": device.name,
+        "batch_size": workload.batch_size,
+        "steps_per_block": workload.steps_per_block,
+    }
+    fields.update({k: v for k, v in options.items() if v is not None})
+    return RunSpec(**fields)  # type: ignore[arg-type]
+
+
+def run_config(
+    spec: RunSpec,
+    workload: Workload,
+    device: Device,
+    stop: StopRule,
+    on_block: Callable[[int, float], None] | None = None,
+    probe: bool = True,
+    drift: bool = False,
+) -> Result:
+    """Measure one configuration. Unsupported, OOM or a crash come back as a failed Result.
+
+    With `probe`, the configuration is timed again briefly at a quarter of the batch, which
+    the bottleneck verdict needs; power is read around the timed blocks where the device can.
+    With `drift` (always for ONNX Runtime, whose export is worth checking), the outputs are
+    compared with the fp32 PyTorch model's on the same inputs (accelbench.drift).
+    """
+    base = Result(
+        spec=spec,
+        status="error",
+        environment=fingerprint(device),
+    )
+    reason = unsupported(spec, device, workload)
+    if reason:
+        return replace(base, status="unsupported", error=reason)
+    try:
+        with device.context():
+            device.reset_peak_memory()  # before building, so weights and data count
+            started = time.perf_counter()
+            prep = build(spec, workload, device)
+            device.synchronize()
+            setup = time.perf_counter() - started
+            meter = device.power_meter()  # read over the timed samples, not the warm-up
+            measurement = measure(block_function(prep), prep.timer, stop, on_block, meter)
+            memory = prep.peak_memory()
+            extra = dict(prep.info)  # what the steps or the backend recorded
+            if drift or spec.backend != "torch":
+                extra["drift"] = _drift(prep, workload, device)
+            del prep  # free the device for the probe
+            probed = _probe(spec, workload, device) if probe else {}
+    except _OUT_OF_MEMORY as exc:
+        return replace(base, status="oom", error=one_line(exc))
+    except Exception as exc:  # a failure is data: the sweep goes on
+        return replace(base, error=one_line(exc))
+    # The measurement stands whatever happens below: derived figures only add to it.
+    metrics = {"setup_s": setup, **_power(meter, measurement, spec), **probed, **extra}
+    return replace(
+        base,
+        status="ok",
+        measurement=measurement,
+        peak_memory=memory.bytes,
+        peak_memory_meaning=memory.meaning,
+        metrics={**metrics, "memory_tensors_only": memory.tensors_only},
+    )
+
+
+def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[str, Any]:
+    reading = meter.reading
+    if reading is None:
+        return {"power_unavailable": meter.unavailable_reason}
+    if reading.joules <= 0 or reading.average_watts <= 0:  # the counter did not advance
+        return {
+            "power_unavailable": f"power not measurable here: {reading.source} read no "
+            f"energy over {reading.seconds:.2f} s (its counter steps coarsely); time longer"
+        }
+    timed = sum(measurement.samples)
+    samples = len(measurement.samples) * measurement.repeat * spec.batch_size
+    samples *= spec.steps_per_block
+    # The meter's interval also holds the gaps between samples: charge the work by timed seconds.
+    out: dict[str, Any] = {
+        "power": reading.to_dict(),
+        "joules_per_sample": reading.average_watts * timed / samples,
+        "samples_per_s_per_watt": samples / timed / reading.average_watts,
+    }
+    if reading.seconds < MIN_POWER_SECONDS:
+        out["power_warning"] = (
+            f"power read over only {reading.seconds:.1f} s: counters advance coarsely "
+            f"(NVML's about every 100 ms), so this figure is rough; time longer with --max-time"
+        )
+    return out
+
+
+def _drift(prep: Runnable, workload: Workload, device: Device) -> dict[str, Any]:
+    """The configuration's outputs against the fp32 model's. A training configuration is
+    compared at its initial weights, built again for inference."""
+    from ..analysis.drift import compare_outputs, reference_outputs
+
+    spec = prep.spec
+    try:
+        if spec.mode == "train":
+            prep = build(replace(spec, mode="infer", cuda_graphs=False), workload, device)
+        candidate = prep.outputs()
+        reference = reference_outputs(workload, spec.batch_size)
+        return compare_outputs(reference, candidate, classifier=workload.num_classes is not None)
+    except Exception as exc:  # the measurement stands; say why there is no drift
+        return {"error": one_line(exc)}
+
+
+def _probe(spec: RunSpec, workload: Workload, device: Device) -> dict[str, Any]:
+    """Time the same configuration at a quarter of the batch, for the bottleneck verdict."""
+    batch = max(1, spec.batch_size // PROBE_DIVISOR)
+    if batch == spec.batch_size:
+        return {}
+    probe_spec = replace(spec, batch_size=batch)
+    try:
+        prep = build(probe_spec, workload, device)
+        result = measure(block_function(prep), prep.timer, PROBE_STOP)
+    except Exception as exc:  # the main result stands; say why there is no verdict input
+        return {"probe_error": one_line(exc)}
+    return {
+        "probe": {
+            "batch_size": batch,
+            "step_time_s": result.time.median / spec.steps_per_block,
+            "blocks": len(result.samples),
+        }
+    }
+
+
+def run_one(
+    workload: Workload,
+    device: Device,
+    blocks: int | None = None,
+    warmup: int = 1,
+    on_block: Callable[[int, float], None] | None = None,
+    probe: bool = False,
+    **options: object,
+) -> Result:
+    """Measure `workload` on `device` in this process (the Python API's simplest entry).
+
+    `blocks` fixes the number of timed blocks; None uses the workload's default or, failing
+    that, the adaptive stop rule. `options` set RunSpec fields (mode, precision, batch_size...).
+    """
+    stop = StopRule(blocks=blocks or workload.default_blocks, warmup=warmup)
+    spec = make_spec(workload, device, **options)
+    return run_config(spec, workload, device, stop, on_block, probe=probe)
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")

@@ -1,0 +1,235 @@
+"""Charts as PNG bytes, drawn by matplotlib off-screen. Each returns None when the results hold
+nothing to draw (no optimization ladder, no batch sweep), so a report shows only real charts."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..core.result import Result, machine_of
+from ..errors import UsageError
+from ..workflows.optimize import Tolerance
+
+__all__ = [
+    "ladder_chart",
+    "optimize_chart",
+    "memory_chart",
+    "parallel_chart",
+    "scaling_chart",
+    "throughput_chart",
+]
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError("charts need matplotlib: pip install matplotlib") from None
+    matplotlib.use("Agg")  # no display: draw to memory
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _ok(results: Sequence[Result]) -> list[Result]:
+    return [r for r in results if r.measurement is not None]
+
+
+def _label(r: Result) -> str:
+    return f"{machine_of(r.environment)}/{r.spec.device} {r.spec.label}"
+
+
+def _png(figure: object) -> bytes:
+    plt = _pyplot()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")  # type: ignore[attr-defined]
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def _bars(title: str, labels: list[str], values: list[float], unit: str) -> bytes:
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(9, 0.45 * len(labels) + 1.2))
+    positions = range(len(labels))
+    axes.barh(list(positions), values, color="#4477aa")
+    axes.set_yticks(list(positions), labels, fontsize=8)
+    axes.invert_yaxis()
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) / min(positive) > 100:  # workloads differ by orders of size
+        axes.set_xscale("log")
+        unit += " (log scale)"
+    axes.set_xlabel(unit)
+    axes.set_title(title)
+    for y, value in zip(positions, values, strict=True):
+        text = f" {value:,.0f}" if value >= 100 else f" {value:.3g}"
+        axes.text(value, y, text, va="center", fontsize=8)
+    return _png(figure)
+
+
+def throughput_chart(results: Sequence[Result]) -> bytes | None:
+    """Samples/s of every measured result: seed 000's table as bars."""
+    ok = _ok(results)
+    if not ok:
+        return None
+    labels = [f"{r.spec.workload}: {_label(r)}" for r in ok]
+    return _bars("throughput", labels, [r.samples_per_second or 0.0 for r in ok], "samples/s")
+
+
+def memory_chart(results: Sequence[Result]) -> bytes | None:
+    ok = [r for r in _ok(results) if r.peak_memory]
+    if not ok:
+        return None
+    labels = [f"{r.spec.workload}: {_label(r)}" for r in ok]
+    return _bars("peak memory", labels, [(r.peak_memory or 0) / 2**20 for r in ok], "MiB")
+
+
+def ladder_chart(results: Sequence[Result]) -> bytes | None:
+    """Speedup of each optimized configuration over fp32 eager, per workload and device."""
+    ok = _ok(results)
+    # The newest result of each configuration on each machine: "cpu" exists on every machine.
+    by_spec = {(machine_of(r.environment), r.spec): r for r in reversed(ok)}
+    labels, values = [], []
+    for r in ok:
+        if "optimize" in r.metrics:
+            continue  # drawn with its drift by optimize_chart
+        eager = replace(
+            r.spec,
+            precision="fp32",
+            channels_last=False,
+            compile="",
+            cuda_graphs=False,
+            backend="torch",
+            pruning="",
+        )
+        base = by_spec.get((machine_of(r.environment), eager))
+        if base is None or base.spec == r.spec or base.measurement is None:
+            continue
+        assert r.measurement is not None
+        labels.append(f"{r.spec.workload}: {_label(r)}")
+        values.append(r.measurement.rate.median / base.measurement.rate.median)
+    if not labels:
+        return None
+    return _bars("speedup over fp32 eager (ratio of medians)", labels, values, "x")
+
+
+def scaling_chart(results: Sequence[Result]) -> bytes | None:
+    """Samples/s against batch size, for configurations measured at two batch sizes or more."""
+    series: dict[str, list[tuple[int, float]]] = {}
+    for r in _ok(results):
+        key = f"{r.spec.workload}: {_label(replace(r, spec=replace(r.spec, batch_size=0)))}"
+        series.setdefault(key, []).append((r.spec.batch_size, r.samples_per_second or 0.0))
+    series = {k: sorted(set(v)) for k, v in series.items() if len({b for b, _ in v}) > 1}
+    if not series:
+        return None
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(9, 4.5))
+    for name, points in series.items():
+        axes.plot([b for b, _ in points], [s for _, s in points], marker="o", label=name)
+    axes.set_xscale("log", base=2)
+    axes.set_xlabel("batch size")
+    axes.set_ylabel("samples/s")
+    axes.set_title("scaling with batch size")
+    axes.legend(fontsize=7)
+    return _png(figure)
+
+
+def parallel_chart(results: Sequence[Result]) -> bytes | None:
+    """Aggregate samples/s and scaling efficiency against the number of data-parallel processes,
+    for configurations measured with more than one process."""
+    series: dict[str, dict[int, Result]] = {}
+    for r in _ok(results):
+        key = f"{r.spec.workload}: {_label(replace(r, spec=replace(r.spec, processes=1)))}"
+        series.setdefault(key, {}).setdefault(r.spec.processes, r)
+    series = {k: v for k, v in series.items() if len(v) > 1}
+    if not series:
+        return None
+    plt = _pyplot()
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for name, by_count in series.items():
+        counts = sorted(by_count)
+        left.plot(
+            counts, [by_count[n].samples_per_second or 0.0 for n in counts], marker="o", label=name
+        )
+        single = by_count[counts[0]].samples_per_second or 0.0
+        efficiency = (
+            [(by_count[n].samples_per_second or 0.0) / (n * single) * 100 for n in counts]
+            if counts[0] == 1 and single
+            else []
+        )
+        if efficiency:
+            right.plot(counts, efficiency, marker="o", label=name)
+    left.set(xlabel="processes", ylabel="aggregate samples/s", title="data-parallel throughput")
+    right.set(
+        xlabel="processes", ylabel="% of N x one process", title="scaling efficiency", ylim=(0, 110)
+    )
+    left.legend(fontsize=7)
+    return _png(figure)
+
+
+def optimize_chart(results: Sequence[Result]) -> bytes | None:
+    """Each `accelbench optimize` ladder: speedup over fp32 eager beside drift, per variant;
+    variants whose drift breaks the ladder's tolerance are drawn in red."""
+    ladders: dict[str, list[Result]] = {}
+    for r in reversed(_ok(results)):  # oldest first: the ladder's own order
+        if "optimize" in r.metrics:
+            ladders.setdefault(r.sweep, []).append(r)
+    ladders = {k: v for k, v in ladders.items() if _baseline(v) is not None}
+    if not ladders:
+        return None
+    plt = _pyplot()
+    rows = sum(len(v) for v in ladders.values())
+    figure, axes = plt.subplots(
+        len(ladders), 2, figsize=(11, 0.4 * rows + 1.5 * len(ladders)), squeeze=False
+    )
+    for (speed_axes, drift_axes), members in zip(axes, ladders.values(), strict=True):
+        _draw_ladder(speed_axes, drift_axes, members)
+    figure.tight_layout()
+    return _png(figure)
+
+
+def _baseline(members: list[Result]) -> Result | None:
+    return next((r for r in members if r.metrics["optimize"]["variant"] == "fp32 eager"), None)
+
+
+def _drawn_drift(drift: dict[str, Any] | None) -> float:
+    """Where a drift bar ends on the log axis: one not finite or not measured at 1 (100%)."""
+    error = (drift or {}).get("max_rel_error")
+    return 1.0 if error is None else max(error, 1e-9)
+
+
+def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> None:
+    base = _baseline(members)
+    assert base is not None and base.measurement is not None
+    names = [r.metrics["optimize"]["variant"] for r in members]
+    speedups = [
+        r.measurement.rate.median / base.measurement.rate.median if r.measurement else 0.0
+        for r in members
+    ]
+    drifts = [_drawn_drift(r.metrics.get("drift")) for r in members]
+    stored = base.metrics["optimize"].get("tolerance")
+    tolerance = Tolerance(**stored) if stored else None
+    colors = [
+        "#aa3377"
+        if tolerance and r is not base and tolerance.breach(r.metrics.get("drift"))
+        else "#4477aa"
+        for r in members
+    ]
+    positions = list(range(len(names)))
+    speed_axes.barh(positions, speedups, color=colors)
+    speed_axes.axvline(1.0, color="#888", linewidth=0.8)
+    speed_axes.set_yticks(positions, names, fontsize=8)
+    speed_axes.invert_yaxis()
+    speed_axes.set_xlabel("speedup over fp32 eager (ratio of medians)")
+    spec = base.spec
+    speed_axes.set_title(f"{spec.workload} {spec.mode} b{spec.batch_size} on {spec.device}")
+    drift_axes.barh(positions, drifts, color=colors)
+    drift_axes.set_xscale("log")
+    drift_axes.set_yticks(positions, [""] * len(names))
+    drift_axes.invert_yaxis()
+    drift_axes.set_xlabel("drift: max relative output error vs fp32 (log scale)")
+    if tolerance:
+        limit = tolerance.max_rel_error
+        drift_axes.axvline(limit, color="#aa3377", linestyle="--", linewidth=1)
+        drift_axes.set_title(f"tolerance {limit:g} (dashed); red: refused by the tolerance")

@@ -1,0 +1,143 @@
+"""One self-contained HTML file: each machine's environment, the comparison tables, and charts.
+
+Nothing is loaded from the network when the page is opened: styles are inline and charts are
+PNG images embedded as data URIs. Every string taken from results (model names, host names,
+error messages) goes through `html.escape`, so a hostile name shows as text and runs nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterable, Sequence
+from html import escape
+
+from .. import __version__
+from ..analysis.compare import compare
+from ..core.result import Result, machine_of, utc_now
+from . import charts
+from .rows import HEADERS, row_cells
+
+__all__ = ["html_report"]
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f2f2f2; }
+.ns { color: #888; }
+.failed { color: #a00; }
+img { max-width: 100%; border: 1px solid #eee; margin-bottom: 1.5em; }
+"""
+
+_CHARTS: tuple[tuple[str, Callable[[Sequence[Result]], bytes | None]], ...] = (
+    ("Throughput per device and workload", charts.throughput_chart),
+    ("Speedup ladder of the optimizations", charts.ladder_chart),
+    ("accelbench optimize: speedup and drift per variant", charts.optimize_chart),
+    ("Peak memory", charts.memory_chart),
+    ("Scaling with batch size", charts.scaling_chart),
+    ("Scaling with data-parallel processes", charts.parallel_chart),
+)
+
+
+def html_report(results: Sequence[Result], title: str = "accelbench report") -> str:
+    sections = [
+        f"<h1>{escape(title)}</h1>",
+        f"<p>{len(results)} result(s), made {escape(utc_now())} by accelbench "
+        f"{escape(__version__)}.</p>",
+        _machines(results),
+        _comparisons(results),
+        _charts(results),
+        _failures(results),
+    ]
+    body = "\n".join(s for s in sections if s)
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head>\n<body>\n{body}\n"
+        "</body></html>\n"
+    )
+
+
+def _table(headers: Iterable[str], rows: Iterable[Iterable[tuple[str, str]]]) -> str:
+    """Rows of (text, css class) cells; all text is escaped here."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>" + "".join(f'<td class="{c}">{escape(t)}</td>' for t, c in row) + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _machines(results: Sequence[Result]) -> str:
+    facts: dict[str, dict[str, str]] = {}
+    devices: dict[str, set[str]] = {}
+    for r in results:
+        machine = machine_of(r.environment)
+        facts.setdefault(machine, {}).update(r.environment)
+        model = r.environment.get("device_model", "?")
+        devices.setdefault(machine, set()).add(f"{r.spec.device}: {model}")
+    parts = ["<h2>Machines</h2>"]
+    for machine, known in sorted(facts.items()):
+        shown = {**known, "devices": "; ".join(sorted(devices[machine]))}
+        rows = [
+            [(k, ""), (str(v), "")]
+            for k, v in sorted(shown.items())
+            if k not in ("device", "device_model", "caveat")
+        ]
+        parts.append(f"<h3>{escape(machine)}</h3>" + _table(("fact", "value"), rows))
+    return "\n".join(parts)
+
+
+def _comparisons(results: Sequence[Result]) -> str:
+    comparison = compare(results, "device")
+    rows = []
+    for row in comparison.rows:
+        cells = row_cells(row)
+        classes = ["", "", "", "", "num", "num", "num", "num"]
+        if row.speedup and not row.speedup.significant:
+            classes[-1] = "num ns"
+        verdict = row.result.metrics.get("verdict", {}).get("kind", "")
+        rows.append([*zip(cells, classes, strict=True), (verdict, "")])
+    headers = (*HEADERS, "verdict")
+    note = (
+        "<p>it/s: median over timed its, with the distribution-free 95% CI of the median. "
+        "vs CPU: ratio of median samples/s against the same configuration on the CPU, with a "
+        "bootstrap "
+        "95% CI from the raw samples; (n.s.) marks a difference the interval cannot tell from "
+        "none.</p>"
+    )
+    return "<h2>Results</h2>" + note + _table(headers, rows)
+
+
+def _charts(results: Sequence[Result]) -> str:
+    parts = ["<h2>Charts</h2>"]
+    for title, draw in _CHARTS:
+        png = draw(results)
+        if png is None:
+            continue
+        data = base64.b64encode(png).decode("ascii")
+        parts.append(
+            f'<h3>{escape(title)}</h3><img class="chart" alt="{escape(title)}" '
+            f'src="data:image/png;base64,{data}">'
+        )
+    return "\n".join(parts) if len(parts) > 1 else ""
+
+
+def _failures(results: Sequence[Result]) -> str:
+    # verify results carry no measurement either; they are not failures of a benchmark
+    failed = [r for r in results if r.measurement is None and r.verification is None]
+    if not failed:
+        return ""
+    rows = [
+        [
+            (r.spec.workload, ""),
+            (r.spec.device, ""),
+            (r.spec.label, ""),
+            (r.status, "failed"),
+            (r.error, ""),
+        ]
+        for r in failed
+    ]
+    return "<h2>Failed or unsupported</h2>" + _table(
+        ("workload", "device", "configuration", "status", "message"), rows
+    )

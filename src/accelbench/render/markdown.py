@@ -1,0 +1,36 @@
+"""A Markdown table for a forum post or an issue: one row per result, CPU as the baseline."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..analysis.compare import compare
+from ..core.result import Result
+from .rows import HEADERS, row_cells
+
+__all__ = ["markdown_report"]
+
+
+def _cell(text: object) -> str:
+    # Pipes and line breaks would break the table; escape the one, flatten the other.
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_report(results: Sequence[Result]) -> str:
+    comparison = compare(results, "device")
+    lines = ["| " + " | ".join(HEADERS) + " |", "|---|---|---|---|---:|---:|---:|---:|"]
+    for row in comparison.rows:
+        lines.append("| " + " | ".join(_cell(c) for c in row_cells(row)) + " |")
+    # verify results carry no measurement either; they are not failures of a benchmark
+    failed = [r for r in results if r.measurement is None and r.verification is None]
+    for r in failed:
+        lines.append(
+            f"\n- {_cell(r.spec.workload)} on {_cell(r.spec.device)} "
+            f"({_cell(r.spec.label)}): {_cell(r.status)}: {_cell(r.error)}"
+        )
+    lines.append(
+        "\nit/s: median over timed its; 95% CI of the median (distribution-free); "
+        "vs CPU: ratio of median samples/s with a bootstrap 95% CI, (n.s.) = not significant. "
+        "Made by accelbench."
+    )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,363 @@
+"""The results database: all of accelbench's SQL lives here.
+
+SQLite through the standard library. The file is marked as ours with PRAGMA application_id and
+carries its schema version in PRAGMA user_version, so a foreign or newer database is refused
+before anything is written to it. Each result is saved in its own transaction: an interrupted
+sweep keeps every result that finished.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ..core.result import Result, RunSpec, utc_now
+from ..core.stats import Measurement
+from ..errors import StoreError
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Filters", "Store", "default_db_path"]
+
+APPLICATION_ID = 0x41636342  # "AccB"
+SCHEMA_VERSION = 6
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_SPEC_COLUMNS = [f.name for f in fields(RunSpec)]
+_BOOL_COLUMNS = {"channels_last", "cuda_graphs"}
+
+# A new database is created at version 1 and migrated forward like any old one, so every
+# migration is exercised on every new database.
+_SCHEMA_V1 = """
+CREATE TABLE results (
+    id INTEGER PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    workload TEXT NOT NULL,
+    device TEXT NOT NULL,
+    batch_size INTEGER NOT NULL,
+    steps_per_block INTEGER NOT NULL,
+    mode TEXT NOT NULL,
+    precision TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT NOT NULL,
+    samples TEXT NOT NULL,      -- JSON list: seconds per timed block
+    warmup TEXT NOT NULL,       -- JSON list: seconds per warm-up block
+    peak_memory INTEGER,
+    peak_memory_meaning TEXT NOT NULL,
+    environment TEXT NOT NULL   -- JSON object: the fingerprint
+);
+CREATE INDEX results_workload ON results (workload, device);
+"""
+
+_MIGRATIONS: dict[int, str] = {
+    # 2: the benchmark matrix's options, derived metrics, and the sweep a result belongs to
+    2: """
+ALTER TABLE results ADD COLUMN channels_last INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN compile TEXT NOT NULL DEFAULT '';
+ALTER TABLE results ADD COLUMN cuda_graphs INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN threads INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN metrics TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE results ADD COLUMN sweep TEXT NOT NULL DEFAULT '';
+CREATE INDEX results_sweep ON results (sweep);
+""",
+    # 3: blocks per timed sample; peak figures measured by `accelbench calibrate`
+    3: """
+ALTER TABLE results ADD COLUMN repeat INTEGER NOT NULL DEFAULT 1;
+CREATE TABLE calibrations (
+    id INTEGER PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    host TEXT NOT NULL,
+    device TEXT NOT NULL,
+    device_model TEXT NOT NULL,
+    flops TEXT NOT NULL,        -- JSON object: precision -> FLOP/s
+    bandwidth REAL,             -- bytes/s
+    source TEXT NOT NULL
+);
+""",
+    # 4: a result's identity across databases, so importing the same file twice adds nothing
+    4: """
+ALTER TABLE results ADD COLUMN uid TEXT;
+UPDATE results SET uid = lower(hex(randomblob(16))) WHERE uid IS NULL;
+CREATE UNIQUE INDEX results_uid ON results (uid);
+""",
+    # 5: data-parallel runs: how many processes shared the work
+    5: """
+ALTER TABLE results ADD COLUMN processes INTEGER NOT NULL DEFAULT 1;
+""",
+    # 6: pruning ("" for none, else "KIND:AMOUNT"), an inference lever
+    6: """
+ALTER TABLE results ADD COLUMN pruning TEXT NOT NULL DEFAULT '';
+""",
+}
+
+
+def default_db_path() -> Path:
+    import os
+
+    return Path(os.environ.get("ACCELBENCH_DB") or "accelbench.db")
+
+
+class Store:
+    """An open results database. Use as a context manager, or call close()."""
+
+    def __init__(self, path: str | Path, create: bool = True) -> None:
+        """Open the database at `path`; with create=False a missing file is an error."""
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise StoreError(
+                f"no results database at {self.path}; run `accelbench run` first or pass --db PATH"
+            )
+        self._conn = _open(self.path)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def save(self, result: Result) -> Result:
+        """Store one result in its own transaction; return it with its id."""
+        row = _row(result)
+        try:
+            with self._conn:
+                cursor = self._conn.execute(_INSERT.format(verb="INSERT"), row)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+        return replace(result, id=cursor.lastrowid)
+
+    def import_results(self, results: Sequence[Result]) -> int:
+        """Add the results this database lacks (by uid), all in one transaction; how many."""
+        try:
+            with self._conn:
+                before = self._conn.total_changes
+                for result in results:
+                    self._conn.execute(_INSERT.format(verb="INSERT OR IGNORE"), _row(result))
+                return self._conn.total_changes - before
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+
+    def results(self, filters: Filters | None = None, limit: int | None = None) -> list[Result]:
+        """Stored results matching `filters`, newest first."""
+        where, params = (filters or Filters()).where()
+        sql = f"SELECT * FROM results {where} ORDER BY id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        try:
+            rows = self._conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        return [_to_result(row) for row in rows]
+
+    def save_calibration(self, device: str, device_model: str, host: str, peaks: Any) -> None:
+        """Store a device's measured peaks (a peaks.PeakFigures) in its own transaction."""
+        row = (
+            utc_now(),
+            host,
+            device,
+            device_model,
+            json.dumps(dict(peaks.flops)),
+            peaks.bandwidth,
+            peaks.source,
+        )
+        try:
+            with self._conn:
+                self._conn.execute(
+                    "INSERT INTO calibrations (created_at, host, device, device_model, flops, "
+                    "bandwidth, source) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+
+    def calibrations(self) -> dict[str, Any]:
+        """The newest calibration of each device model, as peaks.PeakFigures."""
+        from ..devices.peaks import PeakFigures
+
+        try:
+            rows = self._conn.execute("SELECT * FROM calibrations ORDER BY id").fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        return {
+            row["device_model"]: PeakFigures(
+                flops=json.loads(row["flops"]), bandwidth=row["bandwidth"], source=row["source"]
+            )
+            for row in rows  # later rows overwrite earlier ones: the newest wins
+        }
+
+    def done_specs(self, sweep: str) -> set[RunSpec]:
+        """The configurations of sweep `sweep` already stored, whatever their status."""
+        columns = ", ".join(_SPEC_COLUMNS)
+        try:
+            rows = self._conn.execute(
+                f"SELECT {columns} FROM results WHERE sweep = ?", (sweep,)
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+        return {_spec(row) for row in rows}
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which results: each field set narrows the selection (all must match)."""
+
+    workload: str | None = None
+    device: str | None = None
+    host: str | None = None
+    mode: str | None = None
+    precision: str | None = None
+    backend: str | None = None
+    sweep: str | None = None
+    status: str | None = None
+    id: int | None = None
+
+    def where(self) -> tuple[str, list[object]]:
+        clauses: list[str] = []
+        params: list[object] = []
+        if self.id is not None:
+            clauses.append("id = ?")
+            params.append(self.id)
+        for name in ("workload", "device", "mode", "precision", "backend", "sweep", "status"):
+            value = getattr(self, name)
+            if value:
+                clauses.append(f"{name} = ?")
+                params.append(value)
+        if self.host:
+            clauses.append("json_extract(environment, '$.host') = ?")
+            params.append(self.host)
+        return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+    def describe(self) -> str:
+        chosen = [
+            f"{f.name}={getattr(self, f.name)}" for f in fields(self) if getattr(self, f.name)
+        ]
+        return ", ".join(chosen) or "none"
+
+
+_COLUMNS = [
+    "uid",
+    "created_at",
+    *_SPEC_COLUMNS,
+    "status",
+    "error",
+    "samples",
+    "warmup",
+    "repeat",
+    "peak_memory",
+    "peak_memory_meaning",
+    "environment",
+    "metrics",
+    "sweep",
+]
+_INSERT = (
+    f"{{verb}} INTO results ({', '.join(_COLUMNS)}) VALUES ({', '.join(':' + c for c in _COLUMNS)})"
+)
+
+
+def _row(result: Result) -> dict[str, Any]:
+    record = result.to_record()
+    spec = record.pop("spec")
+    row = {**record, **spec}
+    for name in ("samples", "warmup", "environment", "metrics"):
+        row[name] = json.dumps(row[name], sort_keys=True)
+    return row
+
+
+def _spec(row: sqlite3.Row) -> RunSpec:
+    values: dict[str, Any] = {n: row[n] for n in _SPEC_COLUMNS}
+    for name in _BOOL_COLUMNS:  # SQLite has no booleans
+        values[name] = bool(values[name])
+    return RunSpec(**values)
+
+
+def _to_result(row: sqlite3.Row) -> Result:
+    samples = tuple(json.loads(row["samples"]))
+    return Result(
+        id=row["id"],
+        created_at=row["created_at"],
+        spec=_spec(row),
+        status=row["status"],
+        error=row["error"],
+        measurement=(
+            Measurement(samples, tuple(json.loads(row["warmup"])), row["repeat"])
+            if samples
+            else None
+        ),
+        peak_memory=row["peak_memory"],
+        peak_memory_meaning=row["peak_memory_meaning"],
+        environment=json.loads(row["environment"]),
+        metrics=json.loads(row["metrics"]),
+        sweep=row["sweep"],
+        uid=row["uid"],
+    )
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """Open or create the database, refusing anything that is not ours before writing."""
+    _check_file(path)
+    try:
+        conn = sqlite3.connect(path)
+        conn.row_factory = sqlite3.Row
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {path} as the results database: {exc}") from None
+    if app_id == 0 and not tables:
+        _run_script(
+            conn,
+            path,
+            f"{_SCHEMA_V1} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 1;",
+        )
+        version = 1
+    elif app_id != APPLICATION_ID:
+        conn.close()
+        held = ", ".join(tables) or "no tables"
+        raise StoreError(
+            f"{path} is not an accelbench database (it holds: {held}); choose another --db path"
+        )
+    elif version > SCHEMA_VERSION:
+        conn.close()
+        raise StoreError(
+            f"{path} was written by a newer accelbench (schema {version}; this one "
+            f"reads up to {SCHEMA_VERSION}); upgrade accelbench"
+        )
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        _run_script(conn, path, f"{_MIGRATIONS[target]} PRAGMA user_version = {target};")
+    return conn
+
+
+def _check_file(path: Path) -> None:
+    if path.is_dir():
+        raise StoreError(f"cannot use {path} as the results database: it is a directory")
+    if not path.parent.is_dir():
+        raise StoreError(f"cannot create {path}: directory {path.parent} does not exist")
+    if not path.exists():
+        return
+    try:
+        with path.open("rb") as f:
+            header = f.read(len(_SQLITE_MAGIC))
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+    if header and header != _SQLITE_MAGIC:
+        raise StoreError(
+            f"{path} is not an accelbench database (not an SQLite file); choose another --db path"
+        )
+
+
+def _run_script(conn: sqlite3.Connection, path: Path, script: str) -> None:
+    """Run DDL in one transaction: a migration applies whole or not at all."""
+    try:
+        conn.executescript(f"BEGIN; {script} COMMIT;")
+    except sqlite3.Error as exc:
+        conn.rollback()
+        conn.close()
+        raise StoreError(f"cannot set up the results database at {path}: {exc}") from None

@@ -1,0 +1,91 @@
+"""Moving results between machines: a JSON export file, and importing it elsewhere.
+
+The file carries its own format name and version, and each result its uid, so importing the same
+file twice adds nothing. A file is checked whole before anything is written: a truncated or
+hand-broken file, or one from a newer accelbench, is refused in one line and the database is left
+as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..core.result import Result, utc_now
+from ..errors import StoreError
+
+__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "read_export", "write_export"]
+
+EXPORT_FORMAT = "accelbench-results"
+# 2: results carry fields added since 1 (processes, pruning); version 1 files still read, the
+# missing fields taking their defaults. An older accelbench then says "newer", not "damaged".
+EXPORT_VERSION = 2
+
+
+def write_export(results: Sequence[Result], path: Path) -> None:
+    """Write `results` to `path` whole or not at all (a temporary file, then a rename).
+
+    Give them oldest first, so that importing keeps their order.
+    """
+    payload = {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "accelbench": __version__,
+        "exported_at": utc_now(),
+        "results": [r.to_record() for r in results],
+    }
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise StoreError(f"cannot write {path}: directory {directory} does not exist")
+    try:
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.")
+        with os.fdopen(handle, "w") as f:
+            json.dump(payload, f, indent=1)
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def read_export(path: Path) -> list[Result]:
+    """Every result in an export file, or StoreError naming what is wrong with the file."""
+    payload = _load(path)
+    if not isinstance(payload, dict) or payload.get("format") != EXPORT_FORMAT:
+        raise StoreError(f'{path} is not an accelbench export (no "format": "{EXPORT_FORMAT}")')
+    version = payload.get("version")
+    if not isinstance(version, int) or version > EXPORT_VERSION:
+        raise StoreError(
+            f"{path} is export version {version!r}, newer than this accelbench reads "
+            f"({EXPORT_VERSION}); upgrade accelbench"
+        )
+    records = payload.get("results")
+    if not isinstance(records, list):
+        raise StoreError(f"{path} has no list of results")
+    results = []
+    for number, record in enumerate(records, start=1):
+        try:
+            results.append(Result.from_record(record))
+        except (ValueError, TypeError) as exc:
+            raise StoreError(
+                f"{path}: result {number} of {len(records)} is damaged: {exc}"
+            ) from None
+    return results
+
+
+def _load(path: Path) -> Any:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise StoreError(f"cannot read {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StoreError(
+            f"{path} is truncated or not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        ) from None

@@ -1,0 +1,408 @@
+"""`accelbench verify`: does each device and precision train the model as CPU fp32 does?
+
+Every run trains the workload's model from the same initial weights (seed 0), with the
+workload's own optimizer (its learning rate optionally replaced), on the same real data in the
+same order: scikit-learn's digits (1,797 8x8 grayscale images of 0-9), split once into 1,437
+training and 360 held-out images by a seeded permutation. The images are scaled to [-1, 1],
+resized bilinearly to the workload's input size on the CPU and their gray channel replicated to
+its channels, so every device receives the same bytes. A workload with more than 10 classes
+(resnet50's 1,000) keeps its head and sees labels 0-9 only; accuracy is the argmax over the
+whole head. Workloads that take no images (token ids, regression) are refused.
+
+The precision's autocast and fp16's GradScaler come from the same `build` as the benchmark's,
+and each step is `build.train_function`. Runs happen in this process, one after another;
+a failure (an unavailable device, OOM, an exception) becomes a row with its message.
+
+The CPU at fp32 is the baseline and always runs first. Another run diverges when its held-out
+accuracy differs from the baseline's by more than the tolerance (percentage points), when its
+final-epoch mean training loss differs from the baseline's by more than the loss tolerance, or
+when its loss stops being finite. Loss differences are fractions of the baseline's first-epoch
+loss, the scale training starts from, so that two well-trained runs ending at 0.01 and 0.02 are
+not called diverging. A baseline that learns too little (held-out accuracy under 90%) makes
+every verdict "inconclusive": while a model is still learning, two runs differ by chance (the
+rounding of one precision sends training down another path) more than by device, and agreeing
+with an untrained model proves nothing.
+
+Results are stored as ordinary results (mode "train", backend "torch") that carry no
+measurement and `metrics["verify"]`, which marks them as verify runs; `Result.verification`
+reads it. That needs no schema change: throughput comparisons and charts already skip results
+without a measurement, and the result list and reports tell verify results from failures by
+that key.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ..backends.build import build_torch, train_function
+from ..core.result import Result, RunSpec
+from ..devices import Device, find_device
+from ..devices.fingerprint import fingerprint
+from ..engine.runner import make_spec, one_line
+from ..errors import UsageError
+from ..levers import unsupported_reason
+from ..workloads import Workload
+
+__all__ = [
+    "BASELINE",
+    "MIN_BASELINE_ACCURACY",
+    "Digits",
+    "Settings",
+    "check_workload",
+    "judge",
+    "load_digits",
+    "prepare",
+    "runs_to_verify",
+    "verify",
+    "verify_one",
+]
+
+BASELINE = ("cpu", "fp32")
+CLASSES = 10  # the digits 0-9
+HELD_OUT = 360  # about 20% of the 1,797 images
+SPLIT_SEED = 0
+MIN_BASELINE_ACCURACY = 0.9  # below it the baseline is still learning: runs differ by chance
+FAILED = ("error", "oom", "timeout")
+
+_OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to train and how strictly to judge."""
+
+    epochs: int = 5
+    batch_size: int | None = None  # None: the workload's
+    lr: float | None = None  # None: the workload's optimizer as it is
+    tolerance: float = 2.0  # held-out accuracy, percentage points
+    loss_tolerance: float = 0.1  # final loss, as a fraction of the baseline's first-epoch loss
+    seed: int = 0  # the initial weights
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "epochs": self.epochs,
+            "lr": self.lr,
+            "tolerance_points": self.tolerance,
+            "loss_tolerance": self.loss_tolerance,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class Digits:
+    """scikit-learn's digits on the CPU: N x 1 x 8 x 8 images in [-1, 1] and labels 0-9."""
+
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+
+    def describe(self, shape: Sequence[int]) -> str:
+        size = "x".join(map(str, shape))
+        return (
+            f"scikit-learn digits: {len(self.train_y)} training and {len(self.test_y)} held-out "
+            f"8x8 images, resized to {size}"
+        )
+
+
+def load_digits() -> Digits:
+    """The digits, split the same way every time."""
+    try:
+        from sklearn.datasets import load_digits as sklearn_digits
+    except ImportError:
+        raise UsageError(
+            "verify trains on scikit-learn's digits: pip install 'accelbench[verify]'"
+        ) from None
+    data = sklearn_digits()
+    images = torch.tensor(data.images, dtype=torch.float32)[:, None] / 8.0 - 1.0  # 0-16 -> -1-1
+    labels = torch.tensor(data.target, dtype=torch.long)
+    order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(SPLIT_SEED))
+    test, train = order[:HELD_OUT], order[HELD_OUT:]
+    return Digits(images[train], labels[train], images[test], labels[test])
+
+
+def check_workload(workload: Workload) -> None:
+    """UsageError, in one line, unless the workload is an image classifier of 10+ classes."""
+    name = workload.name
+    if workload.num_classes is None:
+        raise UsageError(
+            f"verify needs a classifier: {name} has no classes (a regression loss), so "
+            "held-out accuracy on digits means nothing"
+        )
+    if not workload.images:
+        shape = "x".join(map(str, workload.input_shape)) or "?"
+        raise UsageError(
+            f"verify trains on images (digits): {name} takes inputs of shape {shape} "
+            "(token ids or flat features), not CxHxW images"
+        )
+    if workload.num_classes < CLASSES:
+        raise UsageError(
+            f"verify trains on the 10 digits: {name} has {workload.num_classes} classes; "
+            "it needs 10 or more"
+        )
+
+
+def prepare(workload: Workload, settings: Settings) -> Digits:
+    """The data, once the workload and batch size are known to fit it (UsageError if not)."""
+    check_workload(workload)
+    data = load_digits()
+    batch = settings.batch_size or workload.batch_size
+    if batch > len(data.train_y):
+        raise UsageError(f"a batch of {batch} is more than the {len(data.train_y)} training images")
+    return data
+
+
+def shape_inputs(images: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
+    """N x 1 x 8 x 8 digits to N x C x H x W: resized bilinearly, gray replicated to C."""
+    channels, height, width = shape
+    resized = F.interpolate(images, size=(height, width), mode="bilinear", align_corners=False)
+    return resized.expand(-1, channels, -1, -1).contiguous()
+
+
+def runs_to_verify(
+    devices: Sequence[Device], precisions: Sequence[str]
+) -> list[tuple[Device, str]]:
+    """The baseline first (the CPU at fp32, listed or not), then every device x precision."""
+    cpu = next((d for d in devices if d.is_host), None)
+    if cpu is None:
+        cpu = find_device("cpu")
+    runs = [(cpu, BASELINE[1])]
+    for device in devices:
+        runs += [(device, p) for p in precisions if (device.name, p) != BASELINE]
+    return runs
+
+
+@dataclass(frozen=True)
+class Training:
+    """What one training run produced."""
+
+    curve: tuple[float, ...]  # mean training loss of each epoch
+    accuracy: float  # held-out, 0 to 1
+    optimizer: str  # e.g. "SGD lr 0.01"
+
+
+def train(
+    spec: RunSpec,
+    workload: Workload,
+    device: Device,
+    data: Digits,
+    settings: Settings,
+    on_epoch: Callable[[int], None] | None = None,
+) -> Training:
+    """Train `spec` on the digits for `settings.epochs` and test on the held-out images."""
+    prep = build_torch(spec, workload, device, seed=settings.seed)
+    assert prep.optimizer is not None
+    if settings.lr is not None:
+        for group in prep.optimizer.param_groups:
+            group["lr"] = settings.lr
+    step = train_function(prep)
+    optimizer = f"{type(prep.optimizer).__name__} lr {prep.optimizer.param_groups[0]['lr']:g}"
+    target = device.torch_device
+    order = torch.Generator().manual_seed(settings.seed)  # the same batches everywhere
+    batch, count = spec.batch_size, len(data.train_y)
+    curve = []
+    for epoch in range(settings.epochs):
+        shuffled = torch.randperm(count, generator=order)
+        total = torch.zeros((), device=target)
+        steps = 0
+        for start in range(0, count - batch + 1, batch):  # full batches only
+            index = shuffled[start : start + batch]
+            inputs = shape_inputs(data.train_x[index], workload.input_shape)
+            loss = step(inputs.to(target), data.train_y[index].to(target))
+            total += loss.detach().float()
+            steps += 1
+        curve.append(float(total.item()) / steps)  # one wait for the device per epoch
+        if on_epoch is not None:
+            on_epoch(epoch + 1)
+    return Training(tuple(curve), _accuracy(prep, workload, data, batch), optimizer)
+
+
+def _accuracy(prep: Any, workload: Workload, data: Digits, batch: int) -> float:
+    model, target = prep.model.eval(), prep.device.torch_device
+    correct = 0
+    with torch.inference_mode(), prep.autocast():
+        for start in range(0, len(data.test_y), batch):
+            inputs = shape_inputs(data.test_x[start : start + batch], workload.input_shape)
+            predicted = workload.forward(model, inputs.to(target)).argmax(dim=1).cpu()
+            correct += int((predicted == data.test_y[start : start + batch]).sum())
+    return correct / len(data.test_y)
+
+
+def verify_one(
+    workload: Workload,
+    device: Device,
+    precision: str,
+    data: Digits,
+    settings: Settings,
+    on_epoch: Callable[[int], None] | None = None,
+) -> Result:
+    """One device and precision trained; failures come back as a Result with their message."""
+    batch = settings.batch_size or workload.batch_size
+    spec = make_spec(
+        workload,
+        device,
+        mode="train",
+        precision=precision,
+        batch_size=batch,
+        steps_per_block=len(data.train_y) // batch,  # one "block" is one epoch here
+    )
+    facts = {**settings.to_dict(), "data": data.describe(workload.input_shape)}
+    base = Result(spec=spec, status="error", metrics={"verify": facts})
+    if not device.available:
+        return replace(
+            base,
+            error=f"{device.name} is not available here: {device.reason}",
+            environment={
+                **fingerprint(find_device("cpu")),
+                "device": device.name,
+                "device_model": "",
+            },
+        )
+    base = replace(base, environment=fingerprint(device))
+    reason = unsupported_reason(spec, device, workload)
+    if reason:
+        return replace(base, status="unsupported", error=reason)
+    try:
+        with device.context():
+            trained = train(spec, workload, device, data, settings, on_epoch)
+    except _OUT_OF_MEMORY as exc:
+        return replace(base, status="oom", error=one_line(exc))
+    except Exception as exc:  # a failure is data: the other runs go on
+        return replace(base, error=one_line(exc))
+    facts = {
+        **facts,
+        "optimizer": trained.optimizer,
+        "loss_curve": [_finite(x) for x in trained.curve],
+        "accuracy": trained.accuracy,
+    }
+    return replace(base, status="ok", metrics={"verify": facts})
+
+
+def _finite(x: float) -> float | None:
+    """JSON has no NaN or infinity: a loss that is not finite is stored as null."""
+    return x if math.isfinite(x) else None
+
+
+def judge(result: Result, baseline: Result, settings: Settings) -> Result:
+    """`result` with its comparison to the baseline and its verdict in metrics["verify"]:
+    baseline, ok, diverges (with "reasons"), inconclusive (with "inconclusive_because" and any
+    "reasons" found anyway), or the status of a failed run."""
+    facts = {**result.metrics["verify"], "is_baseline": result is baseline}
+    if result.status != "ok":
+        facts["verdict"] = result.status
+        return replace(result, metrics={**result.metrics, "verify": facts})
+    curve = facts["loss_curve"]
+    facts.update(_deviations(facts, baseline))
+    problem = _baseline_problem(baseline)
+    if None in curve:
+        reason = f"the training loss is not finite from epoch {curve.index(None) + 1}"
+        facts["verdict"], facts["reasons"] = "diverges", [reason]
+    elif problem:
+        # Differences found anyway are shown, but cannot be told from chance.
+        found = _divergence(facts, settings) if "accuracy_diff_points" in facts else []
+        facts["verdict"], facts["inconclusive_because"] = "inconclusive", problem
+        if found:
+            facts["reasons"] = found
+    elif result is baseline:
+        facts["verdict"] = "baseline"
+    else:
+        reasons = _divergence(facts, settings)
+        facts["verdict"] = "diverges" if reasons else "ok"
+        if reasons:
+            facts["reasons"] = reasons
+    return replace(result, metrics={**result.metrics, "verify": facts})
+
+
+def _baseline_problem(baseline: Result) -> str | None:
+    """Why the baseline cannot be compared against, or None."""
+    if baseline.status != "ok":
+        return f"no baseline: CPU fp32 ended with {baseline.status}: {baseline.error}"
+    base = baseline.metrics["verify"]
+    if None in base["loss_curve"]:
+        return "no baseline: CPU fp32's own training loss is not finite"
+    if base["accuracy"] < MIN_BASELINE_ACCURACY:
+        return (
+            f"CPU fp32 reached only {base['accuracy']:.1%} held-out accuracy (under "
+            f"{MIN_BASELINE_ACCURACY:.0%}): while a model is still learning, runs differ by "
+            "chance more than by device; raise --epochs or --lr"
+        )
+    return None
+
+
+def _divergence(facts: dict[str, Any], settings: Settings) -> list[str]:
+    """Why a finite run strays from a sound baseline: accuracy or final loss off."""
+    reasons = []
+    points = facts["accuracy_diff_points"]
+    if abs(points) > settings.tolerance:
+        reasons.append(
+            f"held-out accuracy {points:+.1f} points from CPU fp32 "
+            f"(tolerance {settings.tolerance:g})"
+        )
+    final = facts["final_loss_deviation"]
+    if final > settings.loss_tolerance:
+        reasons.append(
+            f"final loss off by {final:.1%} of CPU fp32's first-epoch loss "
+            f"(tolerance {settings.loss_tolerance:.0%})"
+        )
+    return reasons
+
+
+def _deviations(facts: dict[str, Any], baseline: Result) -> dict[str, Any]:
+    """Accuracy in points and loss deviations (fractions of the baseline's first-epoch loss)
+    against the baseline; empty when either curve is missing or not finite."""
+    base = baseline.metrics["verify"]
+    if baseline.status != "ok" or None in base["loss_curve"] or None in facts["loss_curve"]:
+        return {}
+    scale = abs(base["loss_curve"][0]) or 1.0
+    gaps = [
+        abs(a - b) / scale for a, b in zip(facts["loss_curve"], base["loss_curve"], strict=True)
+    ]
+    return {
+        "baseline": {"device": baseline.spec.device, "precision": baseline.spec.precision},
+        "accuracy_diff_points": 100 * (facts["accuracy"] - base["accuracy"]),
+        "final_loss_deviation": gaps[-1],
+        "max_loss_deviation": max(gaps),
+    }
+
+
+def verify(
+    workload: Workload,
+    devices: Sequence[Device],
+    precisions: Sequence[str],
+    settings: Settings,
+    data: Digits | None = None,
+    on_result: Callable[[Result], Result] | None = None,
+    on_epoch: Callable[[Device, str, int], None] | None = None,
+) -> list[Result]:
+    """Train on every device and precision, the CPU fp32 baseline first; judge each run as it
+    lands and hand it to `on_result` (which stores it). All share one id in `sweep`.
+
+    `data` comes from `prepare`, which checks the input; it is called here when not given.
+    """
+    data = data or prepare(workload, settings)
+    sweep = uuid.uuid4().hex[:12]
+    results: list[Result] = []
+    baseline: Result | None = None
+    for device, precision in runs_to_verify(devices, precisions):
+        progress = _epoch_callback(on_epoch, device, precision)
+        result = verify_one(workload, device, precision, data, settings, progress)
+        result = replace(result, sweep=sweep)
+        baseline = baseline or result
+        result = judge(result, baseline, settings)
+        results.append(on_result(result) if on_result else result)
+    return results
+
+
+def _epoch_callback(
+    on_epoch: Callable[[Device, str, int], None] | None, device: Device, precision: str
+) -> Callable[[int], None] | None:
+    if on_epoch is None:
+        return None
+    return lambda epoch: on_epoch(device, precision, epoch)
