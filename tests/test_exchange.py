@@ -8,6 +8,7 @@ import pytest
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.errors import StoreError
+from accelbench.levers import label, spec_with
 from accelbench.store.db import Store
 from accelbench.store.results_file import read_export, write_export
 
@@ -16,7 +17,7 @@ from .conftest import digest, run_cli
 
 def _result(device="cpu", samples=(0.5, 0.25, 0.4), host="laptop"):
     return Result(
-        spec=RunSpec("seed-cnn", device, 64, 20, precision="bf16", channels_last=True),
+        spec=spec_with(RunSpec("seed-cnn", device, 64, 20, precision="bf16"), channels_last=True),
         status="ok",
         measurement=Measurement(samples, (0.9,), repeat=2),
         peak_memory=12345,
@@ -191,7 +192,9 @@ def test_cli_export_with_filters_and_import(tmp_path):
 def test_pruning_round_trips_and_files_from_before_it_import_unpruned(tmp_path):
     pruned = _result()
     pruned = Result(
-        spec=RunSpec("seed-cnn", "cpu", 64, 20, mode="infer", pruning="unstructured:0.5"),
+        spec=spec_with(
+            RunSpec("seed-cnn", "cpu", 64, 20, mode="infer"), pruning="unstructured:0.5"
+        ),
         status="ok",
         measurement=Measurement((0.5, 0.4)),
         metrics={"pruning": {"params_before": 10, "params_after": 10, "zero_fraction": 0.5}},
@@ -199,9 +202,10 @@ def test_pruning_round_trips_and_files_from_before_it_import_unpruned(tmp_path):
     path = tmp_path / "pruned.json"
     write_export([pruned], path)
     (back,) = read_export(path)
-    assert back.spec.pruning == "unstructured:0.5" and back.to_record() == pruned.to_record()
+    assert back.spec.lever("pruning", "") == "unstructured:0.5"
+    assert back.to_record() == pruned.to_record()
     older = json.loads(path.read_text())
-    del older["results"][0]["spec"]["pruning"]  # written before the field existed
+    del older["results"][0]["spec"]["levers"]  # written before any lever was set
     path.write_text(json.dumps(older))
     (old,) = read_export(path)
-    assert old.spec.pruning == "" and old.spec.label == "infer fp32 b64"
+    assert old.spec.levers == () and label(old.spec) == "infer fp32 b64"

@@ -52,12 +52,10 @@ def _imports(path: Path) -> set[str]:
                 target = node.module
             else:
                 continue
-            found.add(target)
-            # `from . import x` names a module when x is one
-            for alias in node.names:
-                candidate = f"{target}.{alias.name}"
-                if _is_module(candidate):
-                    found.add(candidate)
+            # `from . import x` imports the module x when there is one, not its package
+            modules = {f"{target}.{a.name}" for a in node.names}
+            modules = {m for m in modules if _is_module(m)}
+            found |= modules if len(modules) == len(node.names) else {target, *modules}
     found.discard(name)
     return found
 

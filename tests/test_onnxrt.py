@@ -10,8 +10,8 @@ import torch
 
 from accelbench import devices
 from accelbench.analysis.drift import compare_outputs
-from accelbench.backends.build import unsupported
-from accelbench.backends.onnxruntime import backend_name, expand_backends, require_onnxruntime
+from accelbench.backends import expand_backends, unsupported
+from accelbench.backends.onnxruntime import backend_name, require_onnxruntime
 from accelbench.devices import Device, resolve_devices
 from accelbench.engine.runner import make_spec, run_one
 from accelbench.errors import UsageError

@@ -9,8 +9,8 @@ from accelbench.core.result import Result
 from accelbench.core.stats import Measurement
 from accelbench.devices import resolve_devices
 from accelbench.engine.runner import make_spec
+from accelbench.levers import ladder_groups, spec_with
 from accelbench.workflows.optimize import (
-    LEVERS,
     Rung,
     Tolerance,
     assess,
@@ -24,6 +24,8 @@ from accelbench.workloads import get_workload
 from .conftest import run_cli
 
 CPU = resolve_devices("cpu")[0]
+LEVERS = ladder_groups()
+RESNET, MLP = get_workload("resnet50"), get_workload("mlp")
 
 
 def _names(rungs):
@@ -32,16 +34,16 @@ def _names(rungs):
 
 def test_the_ladder_tries_each_lever_then_the_stacks_that_make_sense():
     base = make_spec(get_workload("resnet50"), CPU, mode="infer")
-    names = _names(ladder(base, CPU, images=True, levers=LEVERS))
+    names = _names(ladder(base, CPU, RESNET, LEVERS))
     assert names[0] == "fp32 eager"
     for name in ("bf16", "fp16", "channels_last", "compile", "bf16 + channels_last"):
         assert name in names
     assert "bf16 + channels_last + compile" in names
     assert "int8 (onnxruntime-cpu)" in names and "pruned channels:0.3" in names
     assert not any("cuda_graphs" in n or n == "tf32" for n in names)  # the CPU has neither
-    train = ladder(base.__class__(**{**base.__dict__, "mode": "train"}), CPU, True, LEVERS)
+    train = ladder(base.__class__(**{**base.__dict__, "mode": "train"}), CPU, RESNET, LEVERS)
     assert not any("int8" in n or "pruned" in n for n in _names(train))  # inference levers
-    only = ladder(base, CPU, images=False, levers=("precision",))
+    only = ladder(base, CPU, MLP, ("precision",))
     assert _names(only) == ["fp32 eager", "fp16", "bf16"]
 
 
@@ -100,9 +102,7 @@ def test_tolerance(drift, breach):
 
 def test_settings_code_names_the_real_switches():
     base = make_spec(get_workload("resnet50"), CPU, mode="train")
-    stack = base.__class__(
-        **{**base.__dict__, "precision": "bf16", "channels_last": True, "compile": "default"}
-    )
+    stack = spec_with(base, precision="bf16", channels_last=True, compile="default")
     code = "\n".join(settings_code(stack, CPU))
     assert "torch.channels_last" in code and "torch.compile(model)" in code
     assert 'torch.autocast("cpu", dtype=torch.bfloat16)' in code
@@ -136,7 +136,7 @@ def test_cli_optimize_runs_the_ladder_stores_it_and_recommends(tmp_path):
         (["--tolerance", "abc"], "'abc' is not a number"),
         (["--tolerance", "-1"], "above 0"),
         (["--device", "tpu"], "tpu"),
-        (["--levers", "magic"], "valid: precision, channels_last"),
+        (["--levers", "magic"], "valid: precision, int8, channels_last"),
     ],
 )
 def test_optimize_bad_input(args, message, tmp_path):
@@ -161,7 +161,7 @@ def test_on_an_nvidia_gpu_the_ladder_adds_tf32_cuda_graphs_and_tensorrt_int8():
         backend=devices._BACKENDS["cuda"],
     )
     base = make_spec(get_workload("resnet50"), gpu, mode="infer")
-    names = _names(ladder(base, gpu, images=True, levers=LEVERS))
+    names = _names(ladder(base, gpu, RESNET, LEVERS))
     for name in ("tf32", "cuda_graphs", "bf16 + channels_last + cuda_graphs"):
         assert name in names
     assert "int8 (onnxruntime-tensorrt)" in names
@@ -169,7 +169,7 @@ def test_on_an_nvidia_gpu_the_ladder_adds_tf32_cuda_graphs_and_tensorrt_int8():
 
 def test_levers_that_cannot_apply_are_named_with_the_reason():
     base = make_spec(get_workload("mlp"), CPU, mode="train")
-    skipped = levers_not_tried(base, CPU, images=False, levers=LEVERS)
+    skipped = levers_not_tried(base, CPU, MLP, LEVERS)
     assert skipped["channels_last"] == "the inputs are not images"
     assert skipped["cuda_graphs"] == "cpu cannot capture graphs"
     assert "inference lever" in skipped["int8"] and "inference lever" in skipped["pruning"]

@@ -5,12 +5,13 @@ import pytest
 import torch
 from torch import nn
 
-from accelbench.backends.build import build
-from accelbench.core.result import RunSpec, parse_pruning
+from accelbench.backends import build
+from accelbench.core.result import RunSpec
 from accelbench.devices import resolve_devices
 from accelbench.engine.runner import run_one
-from accelbench.levers import unsupported_reason
-from accelbench.levers.prune import prune_model
+from accelbench.levers import label, spec_with, unsupported_reason
+from accelbench.levers.prune import parse_pruning
+from accelbench.levers.prune_model import prune_model
 from accelbench.workloads import Workload, get_workload
 from accelbench.workloads.base import random_images
 
@@ -19,7 +20,7 @@ PRUNABLE = (nn.Conv2d, nn.Linear)
 
 
 def _spec(pruning, workload="seed-cnn", mode="infer", batch=4):
-    return RunSpec(workload, "cpu", batch, 1, mode=mode, pruning=pruning)
+    return spec_with(RunSpec(workload, "cpu", batch, 1, mode=mode), pruning=pruning)
 
 
 def _weights(model):
@@ -146,6 +147,6 @@ def test_bad_pruning_values_name_the_valid_ones(text, message):
 
 
 def test_labels_name_the_pruning():
-    assert _spec("unstructured:0.5").label == "infer fp32 b4 pruned-unstructured:0.5"
-    assert _spec("channels:0.3").label.endswith("pruned-channels:0.3")
-    assert parse_pruning("") is None and parse_pruning("channels:0.3") == ("channels", 0.3)
+    assert label(_spec("unstructured:0.5")) == "infer fp32 b4 pruned-unstructured:0.5"
+    assert label(_spec("channels:0.3")).endswith("pruned-channels:0.3")
+    assert parse_pruning("channels:0.3") == ("channels", 0.3)

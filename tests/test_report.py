@@ -9,6 +9,7 @@ import pytest
 
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
+from accelbench.levers import spec_with
 from accelbench.render import html_report, markdown_report, throughput_chart
 from accelbench.store.db import Store
 
@@ -176,7 +177,7 @@ def test_the_data_parallel_chart_appears_when_process_counts_differ():
 
     def run(processes, seconds):
         return Result(
-            spec=RunSpec("mlp", "cpu", 100, 1, processes=processes),
+            spec=spec_with(RunSpec("mlp", "cpu", 100, 1), processes=processes),
             status="ok",
             measurement=Measurement((seconds,) * 6),
             environment={"host": "h", "machine": "h"},

@@ -6,6 +6,7 @@ import pytest
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.errors import StoreError
+from accelbench.levers import spec_with
 from accelbench.store.db import SCHEMA_VERSION, Filters, Store
 
 from .conftest import digest
@@ -145,11 +146,12 @@ def test_a_version_5_database_gains_the_pruning_column_and_keeps_its_rows(tmp_pa
     conn.close()
     with Store(path) as store:
         (old,) = store.results()
-        assert old.spec == RunSpec("seed-cnn", "cpu", 64, 20, mode="infer", processes=2)
-        assert old.spec.pruning == "" and old.uid == "old"
+        assert old.spec == spec_with(RunSpec("seed-cnn", "cpu", 64, 20, mode="infer"), processes=2)
+        assert old.spec.lever("pruning", "") == "" and old.uid == "old"
         pruned = make_result()
-        store.save(replace(pruned, spec=replace(SPEC, mode="infer", pruning="channels:0.3")))
-        assert store.results()[0].spec.pruning == "channels:0.3"
+        spec = spec_with(replace(SPEC, mode="infer"), pruning="channels:0.3")
+        store.save(replace(pruned, spec=spec))
+        assert store.results()[0].spec.lever("pruning", "") == "channels:0.3"
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     conn.close()

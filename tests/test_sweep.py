@@ -13,6 +13,7 @@ from accelbench.workloads import WorkloadRef, get_workload
 from .conftest import run_cli
 
 CPU = resolve_devices("cpu")[0]
+PRUNED = (("pruning", ("", "channels:0.5")),)
 
 
 def test_lists_multiply_in_a_stable_order():
@@ -20,7 +21,7 @@ def test_lists_multiply_in_a_stable_order():
         workloads=(WorkloadRef("seed-cnn"), WorkloadRef("mlp")),
         devices=("cpu",),
         modes=("train", "infer"),
-        precisions=("fp32", "bf16"),
+        levers=(("precision", ("fp32", "bf16")),),
         batch_sizes=(None, 8),
     )
     configs = sweep.configs([get_workload("seed-cnn"), get_workload("mlp")], [CPU])
@@ -40,7 +41,7 @@ def test_sweep_id_is_stable_and_changes_with_the_options():
     a = Sweep(workloads=(WorkloadRef("mlp"),), devices=("cpu",))
     assert a.id == Sweep(workloads=(WorkloadRef("mlp"),), devices=("cpu",)).id
     assert a.id != Sweep(workloads=(WorkloadRef("mlp"),), devices=("cpu",), blocks=3).id
-    pruned = Sweep(workloads=(WorkloadRef("mlp"),), devices=("cpu",), pruning=("", "channels:0.5"))
+    pruned = Sweep(workloads=(WorkloadRef("mlp"),), devices=("cpu",), levers=PRUNED)
     assert pruned.id != a.id
     assert a.id == "3c7a23e6b3b9"  # pruning's arrival left the ids of sweeps without it alone
 
@@ -50,10 +51,10 @@ def test_pruning_multiplies_like_every_other_option():
         workloads=(WorkloadRef("seed-cnn"),),
         devices=("cpu",),
         modes=("infer",),
-        pruning=("", "unstructured:0.5", "channels:0.3"),
+        levers=(("pruning", ("", "unstructured:0.5", "channels:0.3")),),
     )
     specs = [c.spec for c in sweep.configs([get_workload("seed-cnn")], [CPU])]
-    assert [s.pruning for s in specs] == ["", "unstructured:0.5", "channels:0.3"]
+    assert [s.lever("pruning", "") for s in specs] == ["", "unstructured:0.5", "channels:0.3"]
 
 
 def test_stop_rule_follows_the_workload_unless_told():

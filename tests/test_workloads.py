@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from accelbench.backends.build import build
+from accelbench.backends import build
 from accelbench.devices import resolve_devices
 from accelbench.engine.runner import make_spec
 from accelbench.errors import WorkloadError

@@ -13,6 +13,7 @@ __all__ = [
     "StoreError",
     "UsageError",
     "WorkloadError",
+    "one_line",
 ]
 
 
@@ -34,3 +35,9 @@ class WorkloadError(AccelbenchError):
 
 class StoreError(AccelbenchError):
     """The results database cannot be opened, is not accelbench's, or is too new."""
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")

@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from ..core.result import Result, RunSpec, machine_of
-from ..errors import UsageError
+from ..core.result import DEFAULT_BACKEND, Result, RunSpec, machine_of
 
 __all__ = [
-    "DIMENSIONS",
+    "BASE_DIMENSIONS",
+    "DEVICE",
+    "Dimension",
     "Change",
     "Comparison",
     "Row",
@@ -82,45 +83,36 @@ def speedup(candidate: Result, baseline: Result, seed: int = 0) -> Speedup:
     return Speedup(ratio, float(interval.low), float(interval.high))
 
 
-# What --by can compare, and how to read it off a result.
-DIMENSIONS: dict[str, Callable[[Result], str]] = {
-    "device": lambda r: r.spec.device,
-    "machine": lambda r: machine_of(r.environment),
-    "precision": lambda r: r.spec.precision,
-    "mode": lambda r: r.spec.mode,
-    "workload": lambda r: r.spec.workload,
-    "batch": lambda r: str(r.spec.batch_size),
-    "compile": lambda r: r.spec.compile or "off",
-    "memory-format": lambda r: "channels_last" if r.spec.channels_last else "contiguous",
-    "cuda-graphs": lambda r: "on" if r.spec.cuda_graphs else "off",
-    "threads": lambda r: str(r.spec.threads or "default"),
-    "backend": lambda r: r.spec.backend,
-    "pruning": lambda r: r.spec.pruning or "none",
+@dataclass(frozen=True)
+class Dimension:
+    """Something results can differ in and be compared by (`compare --by NAME`)."""
+
+    name: str
+    read: Callable[[Result], str]  # this result's value, as a person reads it
+    neutral: Callable[[RunSpec], RunSpec]  # the spec with this dimension blanked out
+    baseline: str = ""  # the value the others are measured against; "" for the smallest
+
+
+def _base(name: str, field: str, read: Callable[[Result], str], baseline: str) -> Dimension:
+    blank: Any = 0 if field == "batch_size" else ""
+    return Dimension(
+        name, read, lambda spec: replace(spec, **({field: blank} if field else {})), baseline
+    )
+
+
+# The dimensions every result has; each lever adds its own (accelbench.levers.dimensions).
+BASE_DIMENSIONS: dict[str, Dimension] = {
+    d.name: d
+    for d in (
+        _base("device", "device", lambda r: r.spec.device, "cpu"),
+        _base("machine", "", lambda r: machine_of(r.environment), ""),
+        _base("mode", "mode", lambda r: r.spec.mode, "train"),
+        _base("workload", "workload", lambda r: r.spec.workload, ""),
+        _base("batch", "batch_size", lambda r: str(r.spec.batch_size), ""),
+        _base("backend", "backend", lambda r: r.spec.backend, DEFAULT_BACKEND),
+    )
 }
-_NEUTRAL: dict[str, dict[str, Any]] = {
-    "device": {"device": ""},
-    "precision": {"precision": ""},
-    "mode": {"mode": ""},
-    "workload": {"workload": ""},
-    "batch": {"batch_size": 0},
-    "compile": {"compile": ""},
-    "memory-format": {"channels_last": False},
-    "cuda-graphs": {"cuda_graphs": False},
-    "threads": {"threads": 0},
-    "backend": {"backend": ""},
-    "pruning": {"pruning": ""},
-    "machine": {},
-}
-_DEFAULT_BASELINE = {
-    "device": "cpu",
-    "precision": "fp32",
-    "mode": "train",
-    "compile": "off",
-    "memory-format": "contiguous",
-    "cuda-graphs": "off",
-    "backend": "torch",
-    "pruning": "none",
-}
+DEVICE = BASE_DIMENSIONS["device"]
 
 
 @dataclass(frozen=True)
@@ -141,18 +133,18 @@ class Comparison:
     baseline_value: str
 
 
-def compare(results: Sequence[Result], by: str, baseline_value: str | None = None) -> Comparison:
+def compare(
+    results: Sequence[Result], by: Dimension, baseline_value: str | None = None
+) -> Comparison:
     """Group results that differ only in `by`; compare each with its group's baseline."""
-    if by not in DIMENSIONS:
-        raise UsageError(f"cannot compare by {by!r}; valid: {', '.join(DIMENSIONS)}")
     value_of = _value_reader(results, by)
     groups: dict[tuple[RunSpec, str], dict[str, Result]] = {}
     for r in results:  # newest first: the first result of a configuration wins
         if r.measurement is None:
             continue
-        key = (replace(r.spec, **_NEUTRAL[by]), _context(r, by))
+        key = (by.neutral(r.spec), _context(r, by.name))
         groups.setdefault(key, {}).setdefault(value_of(r), r)
-    wanted = baseline_value or _DEFAULT_BASELINE.get(by, "")
+    wanted = baseline_value or by.baseline
     rows = []
     for (group, _), members in groups.items():
         base_value = _pick_baseline(members, wanted)
@@ -160,13 +152,13 @@ def compare(results: Sequence[Result], by: str, baseline_value: str | None = Non
         for value, r in sorted(members.items(), key=lambda item: _order(item[0])):
             ratio = speedup(r, base) if base is not None and r is not base else None
             rows.append(Row(group, value, r, base, ratio))
-    return Comparison(by, tuple(rows), wanted)
+    return Comparison(by.name, tuple(rows), wanted)
 
 
-def _value_reader(results: Sequence[Result], by: str) -> Callable[[Result], str]:
-    read = DIMENSIONS[by]
+def _value_reader(results: Sequence[Result], by: Dimension) -> Callable[[Result], str]:
+    read = by.read
     machines = {machine_of(r.environment) for r in results}
-    if by == "device" and len(machines) > 1:  # two machines' "cpu" are different devices
+    if by is DEVICE and len(machines) > 1:  # two machines' "cpu" are different devices
         return lambda r: f"{machine_of(r.environment)}/{read(r)}"
     return read
 

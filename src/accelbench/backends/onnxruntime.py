@@ -27,14 +27,16 @@ import torch
 from ..core.result import RunSpec
 from ..devices import Device, HostTimer, MemoryReading, Timer
 from ..errors import UsageError
+from ..levers import Variant, active_levers, find_lever
 from ..workloads import Workload
+from .base import Backend, Runnable, register
 
 __all__ = [
     "BACKEND",
+    "OnnxRuntime",
     "OrtPrepared",
     "backend_name",
     "build_session",
-    "expand_backends",
     "require_onnxruntime",
     "unsupported",
 ]
@@ -51,12 +53,6 @@ GPU_PROVIDERS = (  # providers that take a device_id
     "ROCMExecutionProvider",
     "MIGraphXExecutionProvider",
 )
-TORCH_ONLY = {  # RunSpec options that only mean something to PyTorch
-    "channels_last": "channels_last",
-    "compile": "torch.compile",
-    "cuda_graphs": "CUDA graphs",
-    "pruning": "pruning",
-}
 
 
 def backend_name(provider: str) -> str:
@@ -70,17 +66,6 @@ def provider_of(backend: str, device: Device) -> str | None:
         if backend_name(provider) == backend:
             return provider
     return None
-
-
-def expand_backends(backends: tuple[str, ...], device: Device) -> list[str]:
-    """'onnxruntime' becomes one backend per provider that runs on this kind of device."""
-    out: list[str] = []
-    for backend in backends:
-        if backend == BACKEND:
-            out.extend(backend_name(p) for p in device.onnxruntime_providers)
-        else:
-            out.append(backend)
-    return list(dict.fromkeys(out))  # "onnxruntime,onnxruntime-cpu" runs the CPU's once
 
 
 def require_onnxruntime() -> Any:
@@ -101,11 +86,12 @@ def unsupported(spec: RunSpec, device: Device) -> str | None:
         return f"{device.name} takes ONNX Runtime backends {', '.join(names)}, not {spec.backend}"
     if spec.mode != "infer":
         return "ONNX Runtime is benchmarked for inference; train with the torch backend"
-    for option, name in TORCH_ONLY.items():
-        if getattr(spec, option):
-            return f"{name} is a PyTorch option; ONNX Runtime applies its own graph optimizations"
-    if spec.processes > 1:
-        return "data parallelism is a PyTorch option"
+    for lever in active_levers(spec):
+        if lever.torch_only:
+            return (
+                f"{lever.title} is a PyTorch option; ONNX Runtime applies its own graph "
+                "optimizations"
+            )
     reason = _precision_reason(spec.precision, provider)
     if reason:
         return reason
@@ -255,8 +241,9 @@ def _quantize(path: Path, exported: Any, symmetric: bool) -> Path:
 def _session_options(ort: Any, spec: RunSpec) -> Any:
     options = ort.SessionOptions()
     options.log_severity_level = 3  # errors only: warnings would flood the terminal
-    if spec.threads:
-        options.intra_op_num_threads = spec.threads
+    threads = int(find_lever("threads").value(spec))
+    if threads:
+        options.intra_op_num_threads = threads
     return options
 
 
@@ -269,3 +256,67 @@ def _providers(provider: str, spec: RunSpec, index: int) -> list[Any]:
     if provider == "TensorrtExecutionProvider":  # TensorRT wants CUDA's provider beside it
         return [(provider, gpu), ("CUDAExecutionProvider", {**gpu, "use_tf32": "0"})]
     return [(provider, gpu)]
+
+
+@register
+class OnnxRuntime(Backend):
+    """Inference on the exported model, one backend per execution provider of the device."""
+
+    name = BACKEND
+    checks_drift = True  # an export is worth checking: every result carries its drift
+
+    def expand(self, device: Device) -> list[str]:
+        return [backend_name(p) for p in device.onnxruntime_providers]
+
+    def owns(self, backend: str) -> bool:
+        return backend.startswith(PREFIX)
+
+    def check_installed(self) -> None:
+        require_onnxruntime()
+
+    def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
+        return unsupported(spec, device)
+
+    def build(self, spec: RunSpec, workload: Workload, device: Device, seed: int = 0) -> Runnable:
+        return build_session(spec, workload, device)
+
+    def code(self, spec: RunSpec, device: Device) -> list[str]:
+        return session_code(spec, provider_of(spec.backend, device) or spec.backend)
+
+    def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
+        if base.mode != "infer":
+            return []
+        # A provider of the device with int8 kernels runs it (TensorRT on NVIDIA), else its
+        # first provider, which says why it cannot.
+        providers = device.onnxruntime_providers
+        int8 = [p for p in providers if p in INT8_PROVIDERS] or list(providers) or ["none"]
+        backend = backend_name(int8[0])
+        spec = replace(base, precision="int8", backend=backend)
+        return [Variant(f"int8 ({backend})", spec, "int8", late=True)]
+
+
+def session_code(spec: RunSpec, provider: str) -> list[str]:
+    """How to export, quantize (for int8) and open the session as accelbench did."""
+    lines = ['torch.onnx.export(model.eval(), (example,), "model.onnx", dynamo=True)']
+    path = "model.onnx"
+    if spec.precision == "int8":
+        lines += _quantize_code(signed=provider != "CPUExecutionProvider")
+        path = "model.int8.onnx"
+    lines.append(f'session = onnxruntime.InferenceSession("{path}", providers=["{provider}"])')
+    return lines
+
+
+def _quantize_code(signed: bool) -> list[str]:
+    activations = "QuantType.QInt8" if signed else "QuantType.QUInt8"
+    symmetric = (
+        ', extra_options={"ActivationSymmetric": True, "WeightSymmetric": True}' if signed else ""
+    )
+    return [
+        "from onnxruntime.quantization import QuantFormat, QuantType, quantize_static",
+        "from onnxruntime.quantization.shape_inference import quant_pre_process",
+        'quant_pre_process("model.onnx", "model.pre.onnx")',
+        'quantize_static("model.pre.onnx", "model.int8.onnx", calibration_reader,  '
+        "# a CalibrationDataReader over real inputs",
+        f"    quant_format=QuantFormat.QDQ, per_channel=True, weight_type=QuantType.QInt8, "
+        f"activation_type={activations}{symmetric})",
+    ]

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import __version__
+from ..core.version import __version__
 from ..errors import AccelbenchError, UsageError
 
 DEFAULT_WORKLOAD = "seed-cnn"
@@ -21,29 +21,11 @@ DEFAULT_WORKLOAD = "seed-cnn"
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
 TRAINING_PRECISIONS = PRECISIONS[:4]  # int8 is ONNX Runtime's, for inference
-COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-SWITCH = {"off": False, "on": True}
 # "onnxruntime" means every execution provider of the device; a provider can be named alone.
 ORT_PROVIDERS = ("cpu", "cuda", "tensorrt", "rocm", "migraphx", "coreml", "openvino")
 BACKENDS = ("torch", "onnxruntime", *(f"onnxruntime-{p}" for p in ORT_PROVIDERS))
 EXPORT_TARGETS = ("onnx", "coreml")
-OPTIMIZE_LEVERS = ("precision", "channels_last", "compile", "cuda_graphs", "int8", "pruning")
 _MOST = 10**9  # no count accelbench takes is larger; SQLite's integers end at 2**63
-COMPARE_BY = (
-    "device",
-    "machine",
-    "precision",
-    "mode",
-    "workload",
-    "batch",
-    "compile",
-    "memory-format",
-    "cuda-graphs",
-    "threads",
-    "backend",
-    "pruning",
-)
-MEMORY_FORMATS = {"contiguous": False, "channels_last": True}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -100,21 +82,6 @@ def _share(text: str) -> float:
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"must be from 0% to 100%, got {text}")
     return value
-
-
-def _pruning(text: str) -> str:
-    """'none' -> ''; 'channels:0.30' -> 'channels:0.3' (one spelling per configuration)."""
-    from ..core.result import parse_pruning  # numpy, not torch: --help stays instant
-
-    if text == "none":
-        return ""
-    try:
-        parsed = parse_pruning(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    assert parsed is not None
-    kind, amount = parsed
-    return f"{kind}:{amount:g}"
 
 
 def _points(text: str) -> float:
@@ -201,6 +168,8 @@ def _add_model_arguments(model: Any) -> None:
 
 
 def _add_run_arguments(run: argparse.ArgumentParser) -> None:
+    from .lever_options import add_lever_options
+
     run.add_argument(
         "workloads",
         nargs="*",
@@ -223,47 +192,11 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
         help="train, infer (default: train)",
     )
     matrix.add_argument(
-        "--precisions",
-        type=_list_of(_one_of(PRECISIONS)),
-        default=("fp32",),
-        metavar="LIST",
-        help="fp32 (TF32 off), tf32, fp16, bf16; int8 (ONNX Runtime's static quantization, "
-        "with --backends onnxruntime) (default: fp32)",
-    )
-    matrix.add_argument(
         "--batch-sizes",
         type=_list_of(_count(1)),
         default=(None,),
         metavar="LIST",
         help="batch sizes (default: the workload's)",
-    )
-    matrix.add_argument(
-        "--memory-formats",
-        type=_list_of(_one_of(MEMORY_FORMATS)),
-        default=(False,),
-        metavar="LIST",
-        help="contiguous, channels_last (default: contiguous)",
-    )
-    matrix.add_argument(
-        "--compile",
-        type=_list_of(_one_of(COMPILE_MODES)),
-        default=("off",),
-        metavar="LIST",
-        help=f"torch.compile: {', '.join(COMPILE_MODES)} (default: off)",
-    )
-    matrix.add_argument(
-        "--cuda-graphs",
-        type=_list_of(_one_of(SWITCH)),
-        default=(False,),
-        metavar="LIST",
-        help="capture each step in a CUDA graph: off, on",
-    )
-    matrix.add_argument(
-        "--threads",
-        type=_list_of(_count(1)),
-        default=(0,),
-        metavar="LIST",
-        help="CPU threads for PyTorch (default: PyTorch's choice)",
     )
     matrix.add_argument(
         "--backends",
@@ -274,25 +207,9 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
         "execution provider of the device), or one provider such as onnxruntime-cpu "
         "(default: torch)",
     )
-    matrix.add_argument(
-        "--pruning",
-        type=_list_of(_pruning),
-        default=("",),
-        metavar="LIST",
-        help="inference only: none, unstructured:AMOUNT (L1 magnitude zeros, shapes kept), "
-        "channels:AMOUNT (conv output channels removed); AMOUNT a fraction such as 0.5 "
-        "(default: none)",
-    )
     parallel = run.add_argument_group("data parallelism (torch.distributed, DDP)")
-    parallel.add_argument(
-        "--nproc-per-node",
-        type=_list_of(_count(1)),
-        default=(1,),
-        metavar="LIST",
-        help="training processes per node, one device each: "
-        "NCCL on CUDA, gloo on the CPU; 1 is always measured too, for the "
-        "scaling efficiency (default: 1)",
-    )
+    groups = {matrix.title or "": matrix, parallel.title or "": parallel}
+    add_lever_options(run, groups)
     parallel.add_argument(
         "--nnodes", type=_count(1), default=1, metavar="M", help="nodes taking part (default: 1)"
     )
@@ -361,6 +278,8 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..levers import dimensions
+
     parser = _Parser(
         prog="accelbench",
         description="How fast your PyTorch model trains and infers on every device you have, "
@@ -415,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--by",
         default="device",
-        choices=COMPARE_BY,
+        choices=tuple(dimensions()),
         help="the dimension to compare (default: device)",
     )
     compare.add_argument(
@@ -592,6 +511,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_optimize(commands: Any) -> None:
+    from ..levers import ladder_groups
+
     optimize = commands.add_parser(
         "optimize",
         help="try every optimization that applies, measure speedup and drift, recommend one",
@@ -630,10 +551,10 @@ def _add_optimize(commands: Any) -> None:
     )
     optimize.add_argument(
         "--levers",
-        type=_list_of(_one_of(OPTIMIZE_LEVERS)),
-        default=OPTIMIZE_LEVERS,
+        type=_list_of(_one_of(ladder_groups())),
+        default=ladder_groups(),
         metavar="LIST",
-        help=f"which levers to try: {', '.join(OPTIMIZE_LEVERS)} (default: all that apply)",
+        help=f"which levers to try: {', '.join(ladder_groups())} (default: all that apply)",
     )
     optimize.add_argument(
         "--epochs", type=_count(1), metavar="N", help="time exactly N its per variant"
@@ -710,8 +631,10 @@ def _filters(args: argparse.Namespace) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        # Building the parser loads the lever registry, plugins included: a broken plugin is
+        # the user's error, said in one line.
+        args = build_parser().parse_args(argv)
         return int(args.handler(args))
     except AccelbenchError as exc:
         print(f"accelbench: error: {exc}", file=sys.stderr)
@@ -739,6 +662,7 @@ def _db_path(args: argparse.Namespace) -> Any:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from ..levers import label
     from ..render.console import run_tables
     from ..store.db import Store
     from ..workflows.benchmark import plan, run_plan
@@ -750,7 +674,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     sweep = checked.sweep.id
     if args.json:
         _emit_json(
-            {"db": str(store.path), "sweep": sweep, "results": [r.to_dict() for r in results]}
+            {
+                "db": str(store.path),
+                "sweep": sweep,
+                "results": [r.to_dict(label=label(r.spec)) for r in results],
+            }
         )
     else:
         print(run_tables(results, width=_width()), end="")
@@ -762,6 +690,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     from ..engine.track import progress_bar
+    from ..levers import label
     from ..render.console import verify_table
     from ..store.db import Store
     from ..workflows.benchmark import workload_from
@@ -792,7 +721,11 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     sweep = results[0].sweep
     if args.json:
         _emit_json(
-            {"db": str(store.path), "sweep": sweep, "results": [r.to_dict() for r in results]}
+            {
+                "db": str(store.path),
+                "sweep": sweep,
+                "results": [r.to_dict(label=label(r.spec)) for r in results],
+            }
         )
     else:
         notes = (
@@ -889,13 +822,14 @@ def _cmd_workloads(args: argparse.Namespace) -> int:
 
 
 def _cmd_results(args: argparse.Namespace) -> int:
+    from ..levers import label
     from ..render.console import results_table
     from ..store.db import Store
 
     with Store(_db_path(args), create=False) as store:
         results = store.results(_filters(args), limit=args.limit)
     if args.json:
-        _emit_json([r.to_dict() for r in results])
+        _emit_json([r.to_dict(label=label(r.spec)) for r in results])
     else:
         print(results_table(results, width=_width()), end="")
     return 0
@@ -903,6 +837,7 @@ def _cmd_results(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from ..analysis.compare import compare, compare_runs
+    from ..levers import label
     from ..render.console import changes_table, compare_table
     from ..store.db import Store
 
@@ -916,7 +851,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 _emit_json(
                     [
                         {
-                            "spec": c.baseline.to_dict()["spec"],
+                            "spec": c.baseline.spec.to_dict(),
                             "speedup": c.speedup.to_dict() if c.speedup else None,
                             "candidate_status": c.candidate.status,
                             "regression": c.regression,
@@ -927,13 +862,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             else:
                 print(changes_table(changes, args.threshold, width=_width()), end="")
             return 1 if any(c.regression for c in changes) else 0
-        comparison = compare(store.results(_filters(args)), args.by, args.baseline_value)
+        by = dimensions()[args.by]
+        comparison = compare(store.results(_filters(args)), by, args.baseline_value)
     if args.json:
         _emit_json(
             [
                 {
                     "value": row.value,
-                    "result": row.result.to_dict(),
+                    "result": row.result.to_dict(label=label(row.result.spec)),
                     "speedup": row.speedup.to_dict() if row.speedup else None,
                 }
                 for row in comparison.rows
@@ -1063,11 +999,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def _cmd_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from ..levers import check_levers
     from ..store.db import Store
     from ..store.results_file import read_export
 
     # Read and check every file before the database is touched.
-    batches = [(path, read_export(Path(path))) for path in args.files]
+    batches = [(path, read_export(Path(path), check_levers)) for path in args.files]
     with Store(_db_path(args)) as store:
         added = [(path, len(results), store.import_results(results)) for path, results in batches]
     if args.json:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -13,45 +13,19 @@ from .stats import Measurement
 __all__ = [
     "MODES",
     "PRECISIONS",
-    "PRUNING_KINDS",
     "Result",
     "RunSpec",
     "STATUSES",
+    "DEFAULT_BACKEND",
+    "Value",
     "machine_of",
-    "parse_pruning",
     "utc_now",
 ]
 
 MODES = ("train", "infer")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")  # int8: ONNX Runtime's quantization
 STATUSES = ("ok", "oom", "error", "timeout", "unsupported")
-# "unstructured": L1 magnitude zeros baked into dense weights (same shapes, same dense work);
-# "channels": conv output channels removed (a smaller model).
-PRUNING_KINDS = ("unstructured", "channels")
-
-
-def parse_pruning(text: str) -> tuple[str, float] | None:
-    """'channels:0.3' -> ('channels', 0.3); '' -> None. ValueError names what is wrong.
-
-    The amount is the fraction of weights (unstructured) or of each layer's output channels
-    (channels) to remove, strictly between 0 and 1.
-    """
-    if not text:
-        return None
-    kind, colon, amount_text = text.partition(":")
-    if kind not in PRUNING_KINDS or not colon:
-        raise ValueError(
-            f"invalid pruning {text!r}; valid: none, "
-            + ", ".join(f"{k}:AMOUNT" for k in PRUNING_KINDS)
-            + " with AMOUNT a fraction such as 0.5"
-        )
-    try:
-        amount = float(amount_text)
-    except ValueError:
-        raise ValueError(f"pruning amount {amount_text!r} is not a number like 0.5") from None
-    if not 0 < amount < 1:
-        raise ValueError(f"pruning amount must be between 0 and 1 (exclusive), got {amount_text}")
-    return kind, amount
+DEFAULT_BACKEND = "torch"  # the backends are in accelbench.backends; this one is PyTorch eager
 
 
 def machine_of(environment: dict[str, str]) -> str:
@@ -72,9 +46,18 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+Value = str | int | float | bool  # a lever's value: a plain JSON scalar
+
+
 @dataclass(frozen=True)
 class RunSpec:
-    """A run's identity: everything that changes the number being measured."""
+    """A run's identity: everything that changes the number being measured.
+
+    `levers` holds the value of every optimization lever that is not at its default, as a
+    sorted tuple of (name, value): the registry in `accelbench.levers` knows what each means,
+    and a configuration with no lever set is the plain eager model. Precision is a field of its
+    own because every backend reads it (ONNX Runtime quantizes for int8) and filters select by it.
+    """
 
     workload: str
     device: str
@@ -82,33 +65,35 @@ class RunSpec:
     steps_per_block: int
     mode: str = "train"
     precision: str = "fp32"
-    channels_last: bool = False
-    compile: str = ""  # "" for eager, else a torch.compile mode such as "default"
-    cuda_graphs: bool = False
-    threads: int = 0  # CPU threads for PyTorch; 0 leaves PyTorch's default
-    backend: str = "torch"
-    processes: int = 1  # data-parallel processes (DistributedDataParallel), one device each
-    pruning: str = ""  # "" for none, else "KIND:AMOUNT", e.g. "channels:0.3" (parse_pruning)
+    backend: str = DEFAULT_BACKEND
+    levers: tuple[tuple[str, Value], ...] = ()
+
+    def lever(self, name: str, default: Value) -> Value:
+        """The value of lever `name`, `default` when it is not set."""
+        return dict(self.levers).get(name, default)
+
+    def with_lever(self, name: str, value: Value, default: Value) -> RunSpec:
+        """This spec with lever `name` set; at its default the lever is left out, so equal
+        configurations are equal specs whichever way they were made."""
+        values = {k: v for k, v in self.levers if k != name}
+        if value != default:
+            values[name] = value
+        return replace(self, levers=tuple(sorted(values.items())))
 
     @property
-    def label(self) -> str:
-        """A short human name for the configuration, e.g. 'train bf16 b256 cl compile'."""
-        parts = [self.mode, self.precision, f"b{self.batch_size}"]
-        if self.channels_last:
-            parts.append("channels_last")
-        if self.compile:
-            parts.append("compile" if self.compile == "default" else f"compile:{self.compile}")
-        if self.cuda_graphs:
-            parts.append("cuda_graphs")
-        if self.threads:
-            parts.append(f"{self.threads} thread{'s' if self.threads > 1 else ''}")
-        if self.backend != "torch":
-            parts.append(self.backend)
-        if self.processes > 1:
-            parts.append(f"x{self.processes} processes")
-        if self.pruning:
-            parts.append(f"pruned-{self.pruning}")
-        return " ".join(parts)
+    def processes(self) -> int:
+        """The data-parallel world size (the "processes" lever): the engine launches that many
+        ranks, and each processes a batch, so samples per block count it."""
+        return int(self.lever("processes", 1))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types, levers as an object: `from_dict` inverts it."""
+        return {**asdict(self), "levers": dict(self.levers)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunSpec:
+        levers = data.get("levers", {})
+        return cls(**{**data, "levers": tuple(sorted(levers.items()))})
 
 
 @dataclass(frozen=True)
@@ -155,7 +140,7 @@ class Result:
             "uid": self.uid,
             "created_at": self.created_at,
             "sweep": self.sweep,
-            "spec": asdict(self.spec),
+            "spec": self.spec.to_dict(),
             "status": self.status,
             "error": self.error,
             "samples": list(m.samples) if m else [],
@@ -180,7 +165,7 @@ class Result:
             uid=record["uid"],
             created_at=record["created_at"],
             sweep=record["sweep"],
-            spec=RunSpec(**record["spec"]),
+            spec=RunSpec.from_dict(record["spec"]),
             status=record["status"],
             error=record["error"],
             measurement=measurement,
@@ -190,15 +175,16 @@ class Result:
             metrics=record["metrics"],
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """Everything, raw samples included, in plain JSON types."""
+    def to_dict(self, *, label: str) -> dict[str, Any]:
+        """Everything, raw samples included, in plain JSON types, with the configuration's
+        `label` (the lever registry's `accelbench.levers.label(spec)`)."""
         out: dict[str, Any] = {
             "id": self.id,
             "uid": self.uid,
             "created_at": self.created_at,
             "sweep": self.sweep,
-            "spec": asdict(self.spec),
-            "label": self.spec.label,
+            "spec": self.spec.to_dict(),
+            "label": label,
             "status": self.status,
             "error": self.error,
             "peak_memory_bytes": self.peak_memory,
@@ -247,13 +233,7 @@ def _check_record(record: Any) -> None:
             raise ValueError(f"{key!r} has the wrong type ({type(record[key]).__name__})")
     if record["status"] not in STATUSES:
         raise ValueError(f"unknown status {record['status']!r}")
-    names = {f.name for f in fields(RunSpec)}
-    spec = record["spec"]
-    if set(spec) - names or not {"workload", "device", "batch_size", "steps_per_block"} <= set(
-        spec
-    ):
-        raise ValueError(f"spec has fields {sorted(spec)}; expected some of {sorted(names)}")
-    _check_spec(spec)
+    _check_spec(record["spec"])
     environment = record["environment"]
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in environment.items()):
         raise ValueError("environment must map names to text")
@@ -263,19 +243,27 @@ def _check_record(record: Any) -> None:
         raise ValueError("repeat must be 1 or more")
 
 
-_SPEC_TYPES = {"str": str, "int": int, "bool": bool}
-_AT_LEAST_ONE = ("batch_size", "steps_per_block", "processes")
+_SPEC_TYPES: dict[str, type] = {"str": str, "int": int}
+_REQUIRED = ("workload", "device", "batch_size", "steps_per_block")
 
 
-def _check_spec(spec: dict[str, Any]) -> None:
-    declared = {f.name: _SPEC_TYPES[str(f.type)] for f in fields(RunSpec)}
+def _check_spec(spec: Any) -> None:
+    """The spec's shape and types; each lever's value is the lever's to check."""
+    declared = {f.name: f.type for f in fields(RunSpec) if f.name != "levers"}
+    if (
+        not isinstance(spec, dict)
+        or set(spec) - {*declared, "levers"}
+        or set(_REQUIRED) - set(spec)
+    ):
+        shown = sorted(spec) if isinstance(spec, dict) else type(spec).__name__
+        raise ValueError(f"spec has fields {shown}; expected some of {sorted(declared)}, levers")
     for name, value in spec.items():
-        kind = declared[name]
-        if isinstance(value, bool) is not (kind is bool) or not isinstance(value, kind):
+        kind = _SPEC_TYPES.get(str(declared.get(name)), dict)
+        if isinstance(value, bool) or not isinstance(value, kind):
             raise ValueError(f"spec {name!r} has the wrong type ({type(value).__name__})")
-    for name in _AT_LEAST_ONE:
-        if name in spec and spec[name] < 1:
+    for name in ("batch_size", "steps_per_block"):
+        if spec[name] < 1:
             raise ValueError(f"spec {name!r} must be 1 or more, not {spec[name]}")
-    if spec.get("threads", 0) < 0:
-        raise ValueError("spec 'threads' must not be negative")
-    parse_pruning(spec.get("pruning", ""))  # its ValueError names what is wrong
+    for name, value in spec.get("levers", {}).items():
+        if not isinstance(value, (str, int, float, bool)):
+            raise ValueError(f"lever {name!r} has the wrong type ({type(value).__name__})")

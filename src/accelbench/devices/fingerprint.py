@@ -10,7 +10,7 @@ import platform
 
 import torch
 
-from .. import __version__
+from ..core.version import __version__
 from . import Device, cpu_model
 
 __all__ = ["fingerprint"]

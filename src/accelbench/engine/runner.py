@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -9,16 +10,18 @@ from typing import Any
 
 import torch
 
-from ..backends.build import Runnable, block_function, build, unsupported
+from ..backends import Runnable, block_function, build, checks_drift, unsupported
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
 from ..devices import Device
 from ..devices.fingerprint import fingerprint
 from ..devices.power import PowerMeter
+from ..errors import one_line
+from ..levers import find_lever, spec_with
 from ..workloads import Workload
 from .measure import StopRule, measure
 
-__all__ = ["make_spec", "one_line", "run_config", "run_one"]
+__all__ = ["make_spec", "run_config", "run_one"]
 
 # torch.OutOfMemoryError (2.5+) covers every device's allocator; older releases had CUDA's only.
 _OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
@@ -27,16 +30,22 @@ PROBE_DIVISOR = 4  # the verdict compares the step at the batch with the step at
 PROBE_STOP = StopRule(warmup=2, max_time=2.0, min_blocks=5, target_ci=0.05)
 
 
-def make_spec(workload: Workload, device: Device, **options: object) -> RunSpec:
-    """A RunSpec with the workload's defaults; `options` override any RunSpec field."""
-    fields: dict[str, object] = {
-        "workload": workload.name,
-        "device": device.name,
-        "batch_size": workload.batch_size,
-        "steps_per_block": workload.steps_per_block,
-    }
-    fields.update({k: v for k, v in options.items() if v is not None})
-    return RunSpec(**fields)  # type: ignore[arg-type]
+def make_spec(workload: Workload, device: Device, **options: Any) -> RunSpec:
+    """A RunSpec with the workload's defaults; `options` set RunSpec fields (mode, precision,
+    batch_size...) or levers by name (channels_last=True, compile="default"...). KeyError names
+    the registered levers for a name that is neither."""
+    given = {k: v for k, v in options.items() if v is not None}
+    fields = {f.name for f in dataclasses.fields(RunSpec)} - {"levers"}
+    spec = RunSpec(
+        **{
+            "workload": workload.name,
+            "device": device.name,
+            "batch_size": workload.batch_size,
+            "steps_per_block": workload.steps_per_block,
+            **{k: v for k, v in given.items() if k in fields},
+        }
+    )
+    return spec_with(spec, **{k: v for k, v in given.items() if k not in fields})
 
 
 def run_config(
@@ -74,7 +83,7 @@ def run_config(
             measurement = measure(block_function(prep), prep.timer, stop, on_block, meter)
             memory = prep.peak_memory()
             extra = dict(prep.info)  # what the steps or the backend recorded
-            if drift or spec.backend != "torch":
+            if drift or checks_drift(spec):
                 extra["drift"] = _drift(prep, workload, device)
             del prep  # free the device for the probe
             probed = _probe(spec, workload, device) if probe else {}
@@ -128,7 +137,9 @@ def _drift(prep: Runnable, workload: Workload, device: Device) -> dict[str, Any]
     spec = prep.spec
     try:
         if spec.mode == "train":
-            prep = build(replace(spec, mode="infer", cuda_graphs=False), workload, device)
+            # the same computation, for inference; a CUDA graph would only replay it
+            infer = find_lever("cuda_graphs").assign(replace(spec, mode="infer"), False)
+            prep = build(infer, workload, device)
         candidate = prep.outputs()
         reference = reference_outputs(workload, spec.batch_size)
         return compare_outputs(reference, candidate, classifier=workload.num_classes is not None)
@@ -173,9 +184,3 @@ def run_one(
     stop = StopRule(blocks=blocks or workload.default_blocks, warmup=warmup)
     spec = make_spec(workload, device, **options)
     return run_config(spec, workload, device, stop, on_block, probe=probe)
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one line: its type and the first line of its message."""
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")

@@ -7,10 +7,12 @@ import itertools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
-from ..backends.onnxruntime import expand_backends
-from ..core.result import Result, RunSpec
+from ..backends import expand_backends
+from ..core.result import DEFAULT_BACKEND, Result, RunSpec, Value
 from ..devices import Device
+from ..levers import Lever, all_levers
 from ..workloads import Workload, WorkloadRef
 from .measure import StopRule
 from .runner import make_spec
@@ -30,34 +32,43 @@ class Config:
     stop: StopRule
 
 
+LeverValues = tuple[tuple[str, tuple[Value, ...]], ...]
+# Sweep ids hash the options under the names sweeps had before levers were registered objects,
+# so that a sweep asked for again keeps its id and --resume finds it. These were always in the
+# id; a lever added since drops out at its default, as backends did.
+_ALWAYS_IN_ID = ("precisions", "channels_last", "compile", "cuda_graphs", "threads", "processes")
+_ID_NAMES = {"precision": "precisions"}
+
+
 @dataclass(frozen=True)
 class Sweep:
-    """The cross product of the options given. None in batch_sizes means the workload's own."""
+    """The cross product of the options given. None in batch_sizes means the workload's own;
+    `levers` holds the values asked for of each lever (a lever not named runs its default)."""
 
     workloads: tuple[WorkloadRef, ...]
     devices: tuple[str, ...]
     modes: tuple[str, ...] = ("train",)
-    precisions: tuple[str, ...] = ("fp32",)
     batch_sizes: tuple[int | None, ...] = (None,)
-    channels_last: tuple[bool, ...] = (False,)
-    compile: tuple[str, ...] = ("",)
-    cuda_graphs: tuple[bool, ...] = (False,)
-    threads: tuple[int, ...] = (0,)
-    processes: tuple[int, ...] = (1,)  # data-parallel world sizes, ascending
-    backends: tuple[str, ...] = ("torch",)  # "onnxruntime" means each provider of the device
-    pruning: tuple[str, ...] = ("",)  # "" for none, else "KIND:AMOUNT"
+    levers: LeverValues = ()
+    backends: tuple[str, ...] = (DEFAULT_BACKEND,)  # a name may stand for several (providers)
     blocks: int | None = None  # fixed count; else the workload's default or the adaptive rule
     max_time: float | None = None
     warmup: int = 1
+
+    def values_of(self, lever: Lever) -> tuple[Value, ...]:
+        return dict(self.levers).get(lever.name, (lever.default,))
 
     @property
     def id(self) -> str:
         """Same options, same id: how --resume recognizes an interrupted sweep."""
         options = asdict(self)
-        # Dimensions added later drop out at their defaults, so older sweeps keep their ids.
-        for name, default in (("pruning", ("",)), ("backends", ("torch",))):
-            if options[name] == default:
-                del options[name]
+        del options["levers"]
+        if options["backends"] == [DEFAULT_BACKEND]:
+            del options["backends"]
+        for lever in all_levers():
+            key, values = _ID_NAMES.get(lever.name, lever.name), self.values_of(lever)
+            if key in _ALWAYS_IN_ID or values != (lever.default,):
+                options[key] = list(values)
         text = json.dumps(options, sort_keys=True, default=str)
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
@@ -71,28 +82,35 @@ class Sweep:
         return StopRule(blocks=blocks, max_time=self.max_time, warmup=self.warmup)
 
     def configs(self, workloads: Sequence[Workload], devices: Sequence[Device]) -> list[Config]:
-        """Every configuration, in a stable order (workload, device, then the options)."""
+        """Every configuration, in a stable order: workload, device, mode, precision, batch
+        size, then each other lever in registration order, then the backend."""
         out = []
-        dimensions: dict[str, Sequence[object]] = {
-            "mode": self.modes,
-            "precision": self.precisions,
-            "batch_size": self.batch_sizes,
-            "channels_last": self.channels_last,
-            "compile": self.compile,
-            "cuda_graphs": self.cuda_graphs,
-            "threads": self.threads,
-            "processes": self.processes,
-            "pruning": self.pruning,
-        }
-        values = itertools.product(*dimensions.values())
-        combos = [dict(zip(dimensions, v, strict=True)) for v in values]
         for ref, workload in zip(self.workloads, workloads, strict=True):
             for device in devices:
                 backends = expand_backends(self.backends, device)
-                for options, backend in itertools.product(combos, backends):
-                    spec = make_spec(workload, device, backend=backend, **options)
+                for spec in self._specs(workload, device, backends):
                     out.append(Config(spec, ref, self.stop_rule(workload, spec.processes)))
         return out
+
+    def _specs(self, workload: Workload, device: Device, backends: list[str]) -> list[RunSpec]:
+        first, *rest = all_levers()  # precision: batch sizes have always followed it
+        axes: list[tuple[Lever | str, Sequence[Any]]] = [
+            ("mode", self.modes),
+            (first, self.values_of(first)),
+            ("batch_size", self.batch_sizes),
+            *((lever, self.values_of(lever)) for lever in rest),
+            ("backend", backends),
+        ]
+        specs = []
+        for values in itertools.product(*(v for _, v in axes)):
+            spec = make_spec(workload, device)
+            for (axis, _), value in zip(axes, values, strict=True):
+                if isinstance(axis, Lever):
+                    spec = axis.assign(spec, value)
+                elif value is not None:
+                    spec = replace(spec, **{axis: value})
+            specs.append(spec)
+        return specs
 
 
 def run_configs(

@@ -133,7 +133,7 @@ def _exit_reason(code: int | None) -> str:
 
 def _worker(sender: Connection, job: _Job) -> None:
     """The child: run, and send the Result whatever happens short of dying."""
-    from .runner import one_line
+    from ..errors import one_line
 
     with contextlib.suppress(AttributeError, PermissionError):
         os.setsid()  # lead a process group, so the parent can end everything this starts

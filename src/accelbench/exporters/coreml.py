@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..engine.runner import one_line
-from ..errors import UsageError
+from ..errors import UsageError, one_line
 from .common import Exportable, ExportReport, atomic_path, require
 
 __all__ = ["COMPUTE_UNITS", "export_coreml"]

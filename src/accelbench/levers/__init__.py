@@ -1,25 +1,86 @@
-"""Optimization steps: one small object per lever, applied in registration order.
+"""Optimization levers: one registered object per lever (see `base.Lever`).
 
-Each step says whether a RunSpec asks for it, why a device, mode or workload cannot take it
-(stored as an "unsupported" result, never silently dropped), and how to apply it: to the model
-before the step function is built, or to the step function itself.
+The built-in levers register when this package is imported, in the order sweeps multiply them
+and options list them; each applies in its own `stage` order. Levers of your own register with
+`@accelbench.levers.register` in code that runs first, or from files named in the environment
+variable ACCELBENCH_LEVERS (paths to .py files or module names, separated by os.pathsep), which
+every accelbench process, workers included, loads after the built-ins.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
 
-from .base import Prepared, Step, active_steps, register, unsupported_reason
+from ..errors import UsageError
+from .base import Lever, Prepared, Variant, all_levers, find_lever, register
+from .registry import (
+    active_levers,
+    check_levers,
+    dimensions,
+    eager,
+    label,
+    ladder_groups,
+    spec_with,
+    unsupported_reason,
+)
 
-__all__ = ["Prepared", "Step", "active_steps", "register", "unsupported_reason"]
+__all__ = [
+    "Lever",
+    "Prepared",
+    "Variant",
+    "active_levers",
+    "all_levers",
+    "check_levers",
+    "dimensions",
+    "eager",
+    "find_lever",
+    "label",
+    "ladder_groups",
+    "register",
+    "spec_with",
+    "unsupported_reason",
+]
+
+BUILT_IN = ("precision", "layout", "compile", "graphs", "threads", "parallel", "prune")
+PLUGINS = "ACCELBENCH_LEVERS"
 
 
-def _load() -> None:
-    # Registration order is application order: pruning first, on the plain fp32 model (it
-    # traces the model and replaces its layers); the layout before DDP wraps the model, DDP
-    # before compile (PyTorch compiles the DDP module), graphs last, around the built step.
-    for module in ("threads", "prune", "precision", "layout", "parallel", "compile", "graphs"):
-        importlib.import_module(f".{module}", __name__)  # each registers its step
+def _load_built_in() -> None:
+    for module in BUILT_IN:
+        importlib.import_module(f".{module}", __name__)  # each registers its lever
 
 
-_load()
+def _load_plugins() -> None:
+    for entry in filter(None, os.environ.get(PLUGINS, "").split(os.pathsep)):
+        try:
+            _load_plugin(entry)
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise UsageError(
+                f"cannot load the lever plugin {entry!r} named in ${PLUGINS}: "
+                f"{type(exc).__name__}: {first}"
+            ) from None
+
+
+def _load_plugin(entry: str) -> None:
+    if not entry.endswith(".py"):
+        importlib.import_module(entry)
+        return
+    path = Path(entry).resolve()
+    name = f"accelbench_lever_{path.stem}"
+    if name in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+_load_built_in()
+_load_plugins()

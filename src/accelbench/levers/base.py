@@ -1,23 +1,39 @@
-"""The Step interface, the registry, and the state steps work on."""
+"""The Lever interface, the registry that holds one object per lever, and the state levers change.
+
+A lever owns everything about itself: its option on the command line and the words it takes,
+its value when not asked for (its default, "off"), whether a configuration can take it and why
+not, how it changes the model and the step, its part of a configuration's label, the code a
+user copies to use it, and the variants the optimization ladder tries. The CLI options, the
+sweep's axes, `compare --by`, labels, charts, export/import and the ladder are generated from
+the registry, so a new lever is one file and its `@register`.
+
+Nothing here, and no lever module at its top, imports torch: `accelbench --help` builds its
+options from the registry without paying for torch.
+"""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from torch import nn
+from ..core.result import RunSpec, Value
 
-from ..core.result import RunSpec
-from ..devices import Device, MemoryReading, Timer
-from ..workloads import Batch, Workload
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from ..devices import Device, MemoryReading, Timer
+    from ..workloads import Batch, Workload
+
+__all__ = ["Lever", "Prepared", "Variant", "all_levers", "find_lever", "register"]
 
 
 @dataclass
 class Prepared:
-    """A model made ready on a device; steps adjust it before and after the step is built."""
+    """A PyTorch model made ready on a device; levers adjust it before and after the step is
+    built. The torch backend builds it; the timing loop runs its `step`."""
 
     spec: RunSpec
     workload: Workload
@@ -28,8 +44,11 @@ class Prepared:
     autocast_dtype: torch.dtype | None = None
     scaler: Any = None  # a torch.amp.GradScaler for fp16 training
     step: Callable[[], None] = field(default=lambda: None)
-    # Figures steps record about what they did, merged into the Result's metrics by key.
+    # Figures levers record about what they did, merged into the Result's metrics by key.
     info: dict[str, Any] = field(default_factory=dict)
+    # Autocast's cast cache would hold tensors across a CUDA-graph capture; the graph lever
+    # turns it off.
+    autocast_cache: bool = True
 
     def timer(self) -> Timer:
         return self.device.timer()
@@ -39,6 +58,8 @@ class Prepared:
 
     def outputs(self) -> torch.Tensor:
         """The model's outputs on the batch, as this configuration computes them, on the CPU."""
+        import torch
+
         with torch.inference_mode(), self.autocast():
             out = self.workload.forward(self.model, self.batch[0])
         return out.float().cpu()
@@ -46,51 +67,159 @@ class Prepared:
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
-        # Autocast's cast cache would hold tensors across a CUDA-graph capture; turn it off there.
+        import torch
+
         return torch.autocast(
             self.device.torch_device.type,
             dtype=self.autocast_dtype,
-            cache_enabled=not self.spec.cuda_graphs,
+            cache_enabled=self.autocast_cache,
         )
 
 
-class Step:
-    """One optimization lever."""
+@dataclass(frozen=True)
+class Variant:
+    """One configuration a lever offers the optimization ladder.
 
-    name = ""
+    `group` is the name `optimize --levers` selects it by (usually the lever's); a `late`
+    variant is tried after the stacks (the inference-only levers, which do not stack)."""
 
-    def wanted(self, spec: RunSpec) -> bool:
-        raise NotImplementedError
+    name: str
+    spec: RunSpec
+    group: str
+    late: bool = False
+
+
+class Lever:
+    """One optimization lever. Subclasses set the class attributes and override what applies.
+
+    Values are plain JSON scalars (str, int, float, bool), so they store and export as they
+    are; the default means "not used" and is never stored in a RunSpec.
+    """
+
+    name = ""  # key in RunSpec.levers, in exported files and in the store's JSON
+    title = ""  # how a sentence names it ("torch.compile"); the name when empty
+    option = ""  # the `run` option, e.g. "--memory-formats"
+    metavar = "LIST"
+    help = ""
+    group_title = "configurations (lists multiply)"  # the --help section it appears in
+    dimension = ""  # `compare --by` name; "" for none
+    default: Value = ""
+    words: tuple[str, ...] = ()  # the words the option takes, when they are a fixed set
+    stage = 100  # application order: lower first (pruning before the layout before compile)
+    torch_only = True  # a PyTorch option another backend (ONNX Runtime) cannot take
+    late = False  # its ladder variants come after the stacks
+    stack_role = ""  # "base": part of the ladder's stack; "top": tried on top of the stack
+
+    def __init__(self) -> None:
+        self.title = self.title or self.name
+
+    # --- values ---------------------------------------------------------------------------
+    def parse(self, word: str) -> Value:
+        """A word from the command line to a value; ValueError names the valid ones."""
+        if word in self.words:
+            return self.from_word(word)
+        raise ValueError(f"invalid value {word!r}; valid: {', '.join(self.words)}")
+
+    def from_word(self, word: str) -> Value:
+        return word
+
+    def word(self, value: Value) -> str:
+        """How a value reads in `compare --by` and in the option: the inverse of parse."""
+        return str(value)
+
+    def baseline_word(self) -> str:
+        """The value `compare --by` measures the others against: the default's word."""
+        return self.word(self.default)
+
+    def check(self, value: Any) -> None:
+        """A stored or imported value: ValueError unless it is one this lever could have set."""
+        if isinstance(value, bool) is not isinstance(self.default, bool) or not isinstance(
+            value, type(self.default)
+        ):
+            raise ValueError(f"{self.name} has the wrong type ({type(value).__name__})")
+        self.parse(self.word(value))
+
+    def value(self, spec: RunSpec) -> Value:
+        return spec.lever(self.name, self.default)
+
+    def active(self, spec: RunSpec) -> bool:
+        """Whether `spec` asks for this lever: only active levers are checked and applied."""
+        return self.value(spec) != self.default
+
+    def assign(self, spec: RunSpec, value: Value) -> RunSpec:
+        return spec.with_lever(self.name, value, self.default)
+
+    def sweep_values(self, values: tuple[Value, ...]) -> tuple[Value, ...]:
+        """The values a sweep runs when these were asked for (data parallelism adds 1)."""
+        return values
+
+    # --- what it does ---------------------------------------------------------------------
+    def label(self, value: Value) -> str:
+        """Its part of a configuration's label; "" at the default."""
+        return "" if value == self.default else f"{self.name}={self.word(value)}"
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
-        """Why this configuration cannot take the step, or None."""
+        """Why this configuration cannot take the lever's value, or None (asked of active
+        levers only, as are the methods below)."""
         return None
 
-    def apply_model(self, prep: Prepared) -> None:
+    def apply_model(self, prep: Prepared, value: Value) -> None:
         """Change the model (and batch) before the optimizer and step function exist."""
 
-    def apply_step(self, prep: Prepared) -> None:
+    def apply_step(self, prep: Prepared, value: Value) -> None:
         """Change the built step function."""
 
+    def code(self, spec: RunSpec, device: Device) -> list[str]:
+        """The lines a user copies to set this lever as `spec` has it in their own code."""
+        return []
 
-_STEPS: list[Step] = []
+    def no_gain_reason(self, spec: RunSpec, launch_bound: bool) -> str:
+        """Why this lever, as `spec` sets it, is known not to pay, or "" (for the ladder's
+        note on a variant that did not pay)."""
+        return ""
+
+    # --- the optimization ladder ----------------------------------------------------------
+    @property
+    def ladder_groups(self) -> tuple[str, ...]:
+        """The names `optimize --levers` takes for this lever's variants."""
+        return (self.name,) if self.stack_role or self.late else ()
+
+    def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
+        """The configurations the ladder tries with this lever alone."""
+        return []
+
+    def stack(self, spec: RunSpec, device: Device, workload: Workload) -> Variant | None:
+        """This lever's choice added to a stack of others (stack_role set), or None."""
+        return None
+
+    def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
+        """Why the ladder leaves `group` out for this configuration; "" when it does not."""
+        return ""
 
 
-def register(cls: type[Step]) -> type[Step]:
-    if any(s.name == cls.name for s in _STEPS):
-        raise ValueError(f"step {cls.name!r} is registered twice")
-    _STEPS.append(cls())
+_LEVERS: dict[str, Lever] = {}
+
+
+def register(cls: type[Lever]) -> type[Lever]:
+    """Class decorator: add one instance of the lever to the registry (names are unique)."""
+    lever = cls()
+    if not lever.name or lever.name in _LEVERS:
+        raise ValueError(f"lever {lever.name!r} is registered twice or has no name")
+    taken = {other.option for other in _LEVERS.values()} | {""}
+    if lever.option in taken and lever.option:
+        raise ValueError(f"lever {lever.name!r} reuses the option {lever.option}")
+    _LEVERS[lever.name] = lever
     return cls
 
 
-def active_steps(spec: RunSpec) -> list[Step]:
-    return [s for s in _STEPS if s.wanted(spec)]
+def all_levers() -> Iterator[Lever]:
+    """Every registered lever, in registration order (the order of sweeps and options)."""
+    return iter(list(_LEVERS.values()))
 
 
-def unsupported_reason(spec: RunSpec, device: Device, workload: Workload) -> str | None:
-    """The first reason a wanted step cannot run here, or None."""
-    for step in active_steps(spec):
-        reason = step.unsupported(spec, device, workload)
-        if reason:
-            return f"{step.name}: {reason}"
-    return None
+def find_lever(name: str) -> Lever:
+    """The lever called `name`; KeyError names the registered ones."""
+    try:
+        return _LEVERS[name]
+    except KeyError:
+        raise KeyError(f"unknown lever {name!r}; registered: {', '.join(_LEVERS)}") from None

@@ -3,31 +3,83 @@ the per-kernel launch cost that dominates small models."""
 
 from __future__ import annotations
 
-from ..core.result import RunSpec
-from ..devices import Device
-from ..workloads import Workload
-from .base import Prepared, Step, register
+from typing import TYPE_CHECKING
+
+from ..core.result import RunSpec, Value
+from .base import Lever, Prepared, Variant, register
+
+if TYPE_CHECKING:
+    from ..devices import Device
+    from ..workloads import Workload
+
+_SWITCH = {"off": False, "on": True}
+_SELF_CAPTURING = ("reduce-overhead", "max-autotune")  # torch.compile modes that capture graphs
 
 
 @register
-class CudaGraphs(Step):
+class CudaGraphs(Lever):
     name = "cuda_graphs"
+    title = "CUDA graphs"
+    option = "--cuda-graphs"
+    help = "capture each step in a CUDA graph: off, on"
+    dimension = "cuda-graphs"
+    default = False
+    words = tuple(_SWITCH)
+    stage = 60  # last: it captures the step the others built
+    stack_role = "top"
 
-    def wanted(self, spec: RunSpec) -> bool:
-        return spec.cuda_graphs
+    def from_word(self, word: str) -> Value:
+        return _SWITCH[word]
+
+    def word(self, value: Value) -> str:
+        return "on" if value else "off"
+
+    def label(self, value: Value) -> str:
+        return "cuda_graphs" if value else ""
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
         if not device.can_capture_graphs:
             return f"{device.name} cannot capture CUDA graphs"
         if spec.precision == "fp16" and spec.mode == "train":
             return "fp16 training's GradScaler reads a flag on the host every step"
-        if spec.compile in ("reduce-overhead", "max-autotune"):
-            return f"torch.compile mode {spec.compile} captures CUDA graphs itself; pick one"
+        compile_mode = spec.lever("compile", "")
+        if compile_mode in _SELF_CAPTURING:
+            return f"torch.compile mode {compile_mode} captures CUDA graphs itself; pick one"
         return None
 
-    def apply_step(self, prep: Prepared) -> None:
+    def apply_model(self, prep: Prepared, value: Value) -> None:
+        prep.autocast_cache = False  # autocast's cache would hold tensors across the capture
+
+    def apply_step(self, prep: Prepared, value: Value) -> None:
         if prep.optimizer is not None:
             for group in prep.optimizer.param_groups:
                 if "capturable" in group:  # Adam(W) keeps its step count on the device then
                     group["capturable"] = True
         prep.step = prep.device.capture_graph(prep.step)
+
+    def code(self, spec: RunSpec, device: Device) -> list[str]:
+        return [
+            "# capture the whole step in a CUDA graph: static inputs, then "
+            "torch.cuda.graph(g) around one step and g.replay() for each later one"
+        ]
+
+    def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
+        return (
+            [Variant("cuda_graphs", self.assign(base, True), self.name)]
+            if self._can(device)
+            else []
+        )
+
+    def stack(self, spec: RunSpec, device: Device, workload: Workload) -> Variant | None:
+        return (
+            Variant("cuda_graphs", self.assign(spec, True), self.name)
+            if self._can(device)
+            else None
+        )
+
+    def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
+        return "" if self._can(device) else f"{device.name} cannot capture graphs"
+
+    @staticmethod
+    def _can(device: Device) -> bool:
+        return device.can_capture_graphs

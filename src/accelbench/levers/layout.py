@@ -2,27 +2,65 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
-from ..core.result import RunSpec
-from ..devices import Device
-from ..workloads import Workload
-from .base import Prepared, Step, register
+from ..core.result import RunSpec, Value
+from .base import Lever, Prepared, Variant, register
+
+if TYPE_CHECKING:
+    from ..devices import Device
+    from ..workloads import Workload
+
+_FORMATS = {"contiguous": False, "channels_last": True}
 
 
 @register
-class ChannelsLast(Step):
+class ChannelsLast(Lever):
     name = "channels_last"
+    option = "--memory-formats"
+    help = "contiguous, channels_last (default: contiguous)"
+    dimension = "memory-format"
+    default = False
+    words = tuple(_FORMATS)
+    stage = 30  # before DDP wraps the model and compile traces it
+    stack_role = "base"
 
-    def wanted(self, spec: RunSpec) -> bool:
-        return spec.channels_last
+    def from_word(self, word: str) -> Value:
+        return _FORMATS[word]
+
+    def word(self, value: Value) -> str:
+        return "channels_last" if value else "contiguous"
+
+    def label(self, value: Value) -> str:
+        return "channels_last" if value else ""
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
         if not workload.images:
             return f"{workload.name}'s inputs are not NCHW images"
         return None
 
-    def apply_model(self, prep: Prepared) -> None:
+    def apply_model(self, prep: Prepared, value: Value) -> None:
+        import torch
+
         prep.model = prep.model.to(memory_format=torch.channels_last)
         inputs, targets = prep.batch
         prep.batch = (inputs.contiguous(memory_format=torch.channels_last), targets)
+
+    def code(self, spec: RunSpec, device: Device) -> list[str]:
+        return [
+            "model = model.to(memory_format=torch.channels_last)",
+            "inputs = inputs.to(memory_format=torch.channels_last)",
+        ]
+
+    def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
+        if not workload.images:
+            return []
+        return [Variant("channels_last", self.assign(base, True), self.name)]
+
+    def stack(self, spec: RunSpec, device: Device, workload: Workload) -> Variant | None:
+        if not workload.images:
+            return None
+        return Variant("channels_last", self.assign(spec, True), self.name)
+
+    def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
+        return "" if workload.images else "the inputs are not images"

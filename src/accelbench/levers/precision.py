@@ -1,30 +1,65 @@
 """Precision: fp32 (TF32 off), tf32 (TensorFloat-32 matmuls and convolutions), fp16 and bf16
-through autocast, with a GradScaler for fp16 training."""
+through autocast, with a GradScaler for fp16 training; int8 through ONNX Runtime's quantization.
+
+Its value is `RunSpec.precision`, a field of its own (every backend reads it), not an entry of
+`RunSpec.levers`.
+"""
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
-from ..core.result import RunSpec
-from ..devices import Device
-from ..workloads import Workload
-from .base import Prepared, Step, register
+from ..core.result import PRECISIONS, RunSpec, Value
+from .base import Lever, Prepared, Variant, register
 
-_AUTOCAST = {"fp16": torch.float16, "bf16": torch.bfloat16}
+if TYPE_CHECKING:
+    from ..devices import Device
+    from ..workloads import Workload
+
+LOW = ("tf32", "fp16", "bf16")  # what the ladder tries against fp32, where the device runs it
+_AUTOCAST = {"fp16": "float16", "bf16": "bfloat16"}
+
+
+def low_precisions(device: Device) -> list[str]:
+    return [p for p in LOW if p in device.dtypes.names()]
 
 
 def _set_tf32(enabled: bool) -> None:
+    import torch
+
     # PyTorch's defaults differ (cuDNN TF32 on, matmul TF32 off); make "fp32" mean fp32.
     torch.backends.cuda.matmul.allow_tf32 = enabled
     torch.backends.cudnn.allow_tf32 = enabled
 
 
 @register
-class Precision(Step):
+class Precision(Lever):
     name = "precision"
+    option = "--precisions"
+    help = (
+        "fp32 (TF32 off), tf32, fp16, bf16; int8 (ONNX Runtime's static quantization, "
+        "with --backends onnxruntime) (default: fp32)"
+    )
+    dimension = "precision"
+    default = "fp32"
+    words = PRECISIONS
+    stage = 20
+    torch_only = False
+    stack_role = "base"
 
-    def wanted(self, spec: RunSpec) -> bool:
+    def value(self, spec: RunSpec) -> Value:
+        return spec.precision
+
+    def assign(self, spec: RunSpec, value: Value) -> RunSpec:
+        from dataclasses import replace
+
+        return replace(spec, precision=str(value))
+
+    def active(self, spec: RunSpec) -> bool:
         return True  # every run has a precision; fp32 pins the TF32 switches off
+
+    def label(self, value: Value) -> str:
+        return ""  # the precision heads every label ("train fp32 b64"): see levers.label
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
         if spec.precision == "int8":
@@ -34,10 +69,58 @@ class Precision(Step):
             return f"{device.name} does not run {spec.precision} (it runs {', '.join(runs)})"
         return None
 
-    def apply_model(self, prep: Prepared) -> None:
-        precision = prep.spec.precision
-        _set_tf32(precision == "tf32")
-        prep.autocast_dtype = _AUTOCAST.get(precision)
-        if precision == "fp16" and prep.spec.mode == "train":
+    def apply_model(self, prep: Prepared, value: Value) -> None:
+        import torch
+
+        _set_tf32(value == "tf32")
+        dtype = _AUTOCAST.get(str(value))
+        prep.autocast_dtype = getattr(torch, dtype) if dtype else None
+        if value == "fp16" and prep.spec.mode == "train":
             # fp16 gradients underflow without loss scaling; the scaler's inf check syncs.
             prep.scaler = torch.amp.GradScaler(prep.device.torch_device.type)
+
+    def code(self, spec: RunSpec, device: Device) -> list[str]:
+        if spec.precision == "tf32":
+            return [
+                "torch.backends.cuda.matmul.allow_tf32 = True",
+                "torch.backends.cudnn.allow_tf32 = True",
+            ]
+        if spec.precision not in _AUTOCAST:
+            return []
+        kind = device.torch_device.type
+        dtype = f"torch.{_AUTOCAST[spec.precision]}"
+        lines = [f'with torch.autocast("{kind}", dtype={dtype}):  # around the forward pass']
+        if spec.precision == "fp16" and spec.mode == "train":
+            lines.append(f'scaler = torch.amp.GradScaler("{kind}")  # scale the loss, as usual')
+        return lines
+
+    def no_gain_reason(self, spec: RunSpec, launch_bound: bool) -> str:
+        if launch_bound and spec.precision in LOW and not spec.lever("compile", ""):
+            return (
+                "the step is launch-bound, and a lower precision shortens kernels, not the "
+                "host's launches"
+            )
+        return ""
+
+    # --- the ladder: each low precision alone; bf16 (else the last) in the stack; int8 is
+    # the ONNX Runtime backend's variant (PyTorch runs no int8 kernels here), named here so
+    # that `optimize --levers` lists it without importing the backends.
+    @property
+    def ladder_groups(self) -> tuple[str, ...]:
+        return ("precision", "int8")
+
+    def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
+        return [Variant(p, self.assign(base, p), "precision") for p in low_precisions(device)]
+
+    def stack(self, spec: RunSpec, device: Device, workload: Workload) -> Variant | None:
+        low = low_precisions(device)
+        if not low:
+            return None
+        best = "bf16" if "bf16" in low else low[-1]  # bf16 keeps fp32's range
+        return Variant(best, self.assign(spec, best), "precision")
+
+    def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
+        if group == "int8":
+            inference = base.mode == "infer"
+            return "" if inference else f"an inference lever; the ladder is for {base.mode}"
+        return "" if low_precisions(device) else f"{device.name} runs fp32 only"

@@ -8,8 +8,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from .. import levers
 from ..core.result import Result, machine_of
 from ..errors import UsageError
+from ..levers import label
 from ..workflows.optimize import Tolerance
 
 __all__ = [
@@ -38,7 +40,7 @@ def _ok(results: Sequence[Result]) -> list[Result]:
 
 
 def _label(r: Result) -> str:
-    return f"{machine_of(r.environment)}/{r.spec.device} {r.spec.label}"
+    return f"{machine_of(r.environment)}/{r.spec.device} {label(r.spec)}"
 
 
 def _png(figure: object) -> bytes:
@@ -94,15 +96,7 @@ def ladder_chart(results: Sequence[Result]) -> bytes | None:
     for r in ok:
         if "optimize" in r.metrics:
             continue  # drawn with its drift by optimize_chart
-        eager = replace(
-            r.spec,
-            precision="fp32",
-            channels_last=False,
-            compile="",
-            cuda_graphs=False,
-            backend="torch",
-            pruning="",
-        )
+        eager = levers.eager(r.spec)
         base = by_spec.get((machine_of(r.environment), eager))
         if base is None or base.spec == r.spec or base.measurement is None:
             continue
@@ -140,7 +134,8 @@ def parallel_chart(results: Sequence[Result]) -> bytes | None:
     for configurations measured with more than one process."""
     series: dict[str, dict[int, Result]] = {}
     for r in _ok(results):
-        key = f"{r.spec.workload}: {_label(replace(r, spec=replace(r.spec, processes=1)))}"
+        one_process = replace(r, spec=levers.find_lever("processes").assign(r.spec, 1))
+        key = f"{r.spec.workload}: {_label(one_process)}"
         series.setdefault(key, {}).setdefault(r.spec.processes, r)
     series = {k: v for k, v in series.items() if len(v) > 1}
     if not series:

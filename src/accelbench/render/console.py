@@ -13,6 +13,7 @@ from rich.table import Table
 from ..core.result import Result
 from ..core.stats import Summary
 from ..devices import Device
+from ..levers import label
 from ..workloads import Workload
 
 __all__ = [
@@ -115,8 +116,8 @@ def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
     }
     notes: dict[str, list[str]] = {}  # note -> the configurations (or devices) it is about
     for r in results:
-        who = f"{r.spec.device} {r.spec.label}"
-        head = (r.spec.device, r.environment.get("device_model", ""), r.spec.label)
+        who = f"{r.spec.device} {label(r.spec)}"
+        head = (r.spec.device, r.environment.get("device_model", ""), label(r.spec))
         if r.measurement is None:
             table.add_row(*head, r.status.upper(), *[""] * (len(_RUN_HEADERS) - 4))
             notes.setdefault(f"{r.status}: {r.error}", []).append(who)
@@ -274,7 +275,7 @@ def results_table(results: Sequence[Result], width: int = 120) -> str:
             r.spec.workload,
             r.spec.device,
             r.environment.get("device_model", ""),
-            r.spec.label,
+            label(r.spec),
             _num(m.rate.median) if m else "—",
             _ci(m.rate) if m else "—",
             _num(m.rate.median * r.samples_per_block) if m else "—",
@@ -374,7 +375,7 @@ def compare_table(comparison: Any, width: int = 120) -> str:
         versus = row.speedup.text() if row.speedup else ("baseline" if row.baseline is r else "—")
         table.add_row(
             r.spec.workload,
-            r.spec.label,
+            label(r.spec),
             row.value,
             _num(m.rate.median),
             _ci(m.rate),
@@ -409,7 +410,7 @@ def changes_table(changes: Sequence[Any], threshold: float, width: int = 120) ->
         table.add_row(
             c.spec.workload,
             c.spec.device,
-            c.spec.label,
+            label(c.spec),
             _num(c.baseline.measurement.rate.median),
             _num(cand.rate.median) if cand else c.candidate.status.upper(),
             c.speedup.text() if c.speedup else f"failed: {c.candidate.error}",
@@ -531,7 +532,7 @@ def _recommendation(chosen: Any, baseline: Any, code: list[str]) -> list[str]:
     else:
         head = f"recommendation: {chosen.rung.name}, {chosen.speedup.text()} over fp32 eager"
         spec = chosen.result.spec
-        head += f" (accelbench configuration: {spec.label})"
+        head += f" (accelbench configuration: {label(spec)})"
     return [head, *(f"    {line}" for line in code)]
 
 

@@ -11,9 +11,10 @@ import base64
 from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
-from .. import __version__
-from ..analysis.compare import compare
+from ..analysis.compare import DEVICE, compare
 from ..core.result import Result, machine_of, utc_now
+from ..core.version import __version__
+from ..levers import label
 from . import charts
 from .rows import HEADERS, row_cells
 
@@ -89,7 +90,7 @@ def _machines(results: Sequence[Result]) -> str:
 
 
 def _comparisons(results: Sequence[Result]) -> str:
-    comparison = compare(results, "device")
+    comparison = compare(results, DEVICE)
     rows = []
     for row in comparison.rows:
         cells = row_cells(row)
@@ -132,7 +133,7 @@ def _failures(results: Sequence[Result]) -> str:
         [
             (r.spec.workload, ""),
             (r.spec.device, ""),
-            (r.spec.label, ""),
+            (label(r.spec), ""),
             (r.status, "failed"),
             (r.error, ""),
         ]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..analysis.compare import compare
+from ..analysis.compare import DEVICE, compare
 from ..core.result import Result
+from ..levers import label
 from .rows import HEADERS, row_cells
 
 __all__ = ["markdown_report"]
@@ -17,7 +18,7 @@ def _cell(text: object) -> str:
 
 
 def markdown_report(results: Sequence[Result]) -> str:
-    comparison = compare(results, "device")
+    comparison = compare(results, DEVICE)
     lines = ["| " + " | ".join(HEADERS) + " |", "|---|---|---|---|---:|---:|---:|---:|"]
     for row in comparison.rows:
         lines.append("| " + " | ".join(_cell(c) for c in row_cells(row)) + " |")
@@ -26,7 +27,7 @@ def markdown_report(results: Sequence[Result]) -> str:
     for r in failed:
         lines.append(
             f"\n- {_cell(r.spec.workload)} on {_cell(r.spec.device)} "
-            f"({_cell(r.spec.label)}): {_cell(r.status)}: {_cell(r.error)}"
+            f"({_cell(label(r.spec))}): {_cell(r.status)}: {_cell(r.error)}"
         )
     lines.append(
         "\nit/s: median over timed its; 95% CI of the median (distribution-free); "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..levers import label
+
 HEADERS = (
     "workload",
     "device",
@@ -26,7 +28,7 @@ def row_cells(row: Any) -> list[str]:
         r.spec.workload,
         row.value,
         r.environment.get("device_model", ""),
-        r.spec.label,
+        label(r.spec),
         f"{m.rate.median:.4g}",
         ci,
         f"{r.samples_per_second or 0:,.0f}",

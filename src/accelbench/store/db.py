@@ -23,10 +23,9 @@ from ..errors import StoreError
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Filters", "Store", "default_db_path"]
 
 APPLICATION_ID = 0x41636342  # "AccB"
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-_SPEC_COLUMNS = [f.name for f in fields(RunSpec)]
-_BOOL_COLUMNS = {"channels_last", "cuda_graphs"}
+_SPEC_COLUMNS = [f.name for f in fields(RunSpec)]  # "levers" holds a JSON object
 
 # A new database is created at version 1 and migrated forward like any old one, so every
 # migration is exercised on every new database.
@@ -90,6 +89,27 @@ ALTER TABLE results ADD COLUMN processes INTEGER NOT NULL DEFAULT 1;
     # 6: pruning ("" for none, else "KIND:AMOUNT"), an inference lever
     6: """
 ALTER TABLE results ADD COLUMN pruning TEXT NOT NULL DEFAULT '';
+""",
+    # 7: every lever's value in one JSON object (those not at their defaults), so a new lever
+    # needs no column; the six lever columns of versions 2 to 6 move into it and go.
+    7: """
+ALTER TABLE results ADD COLUMN levers TEXT NOT NULL DEFAULT '{}';
+UPDATE results SET levers = (
+    SELECT json_group_object(key, value) FROM (
+        SELECT 'channels_last' AS key, json('true') AS value WHERE channels_last
+        UNION ALL SELECT 'compile', compile WHERE compile != ''
+        UNION ALL SELECT 'cuda_graphs', json('true') WHERE cuda_graphs
+        UNION ALL SELECT 'processes', processes WHERE processes != 1
+        UNION ALL SELECT 'pruning', pruning WHERE pruning != ''
+        UNION ALL SELECT 'threads', threads WHERE threads != 0
+    )
+);
+ALTER TABLE results DROP COLUMN channels_last;
+ALTER TABLE results DROP COLUMN compile;
+ALTER TABLE results DROP COLUMN cuda_graphs;
+ALTER TABLE results DROP COLUMN threads;
+ALTER TABLE results DROP COLUMN processes;
+ALTER TABLE results DROP COLUMN pruning;
 """,
 }
 
@@ -266,16 +286,15 @@ def _row(result: Result) -> dict[str, Any]:
     record = result.to_record()
     spec = record.pop("spec")
     row = {**record, **spec}
-    for name in ("samples", "warmup", "environment", "metrics"):
+    for name in ("samples", "warmup", "environment", "metrics", "levers"):
         row[name] = json.dumps(row[name], sort_keys=True)
     return row
 
 
 def _spec(row: sqlite3.Row) -> RunSpec:
     values: dict[str, Any] = {n: row[n] for n in _SPEC_COLUMNS}
-    for name in _BOOL_COLUMNS:  # SQLite has no booleans
-        values[name] = bool(values[name])
-    return RunSpec(**values)
+    values["levers"] = json.loads(values["levers"])
+    return RunSpec.from_dict(values)
 
 
 def _to_result(row: sqlite3.Row) -> Result:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..core.result import Result, utc_now
+from ..core.result import Result, RunSpec, utc_now
+from ..core.version import __version__
 from ..errors import StoreError
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "read_export", "write_export"]
@@ -24,7 +24,18 @@ __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "read_export", "write_export"]
 EXPORT_FORMAT = "accelbench-results"
 # 2: results carry fields added since 1 (processes, pruning); version 1 files still read, the
 # missing fields taking their defaults. An older accelbench then says "newer", not "damaged".
-EXPORT_VERSION = 2
+# 3: a spec's lever values sit in one object, "levers" (those not at their defaults); versions 1
+# and 2 kept six of them as fields of the spec, and still read.
+EXPORT_VERSION = 3
+# The levers versions 1 and 2 kept as spec fields, with their defaults then.
+_LEGACY_LEVERS: dict[str, str | int | bool] = {
+    "channels_last": False,
+    "compile": "",
+    "cuda_graphs": False,
+    "threads": 0,
+    "processes": 1,
+    "pruning": "",
+}
 
 
 def write_export(results: Sequence[Result], path: Path) -> None:
@@ -51,8 +62,10 @@ def write_export(results: Sequence[Result], path: Path) -> None:
         raise StoreError(f"cannot write {path}: {exc.strerror}") from None
 
 
-def read_export(path: Path) -> list[Result]:
-    """Every result in an export file, or StoreError naming what is wrong with the file."""
+def read_export(path: Path, check_spec: Callable[[RunSpec], None] | None = None) -> list[Result]:
+    """Every result in an export file, or StoreError naming what is wrong with the file.
+
+    `check_spec` (the lever registry's check) raises ValueError for a spec it cannot take."""
     payload = _load(path)
     if not isinstance(payload, dict) or payload.get("format") != EXPORT_FORMAT:
         raise StoreError(f'{path} is not an accelbench export (no "format": "{EXPORT_FORMAT}")')
@@ -68,12 +81,35 @@ def read_export(path: Path) -> list[Result]:
     results = []
     for number, record in enumerate(records, start=1):
         try:
-            results.append(Result.from_record(record))
+            if version < 3:
+                record = _upgrade(record)
+            result = Result.from_record(record)
+            if check_spec is not None:
+                check_spec(result.spec)
+            results.append(result)
         except (ValueError, TypeError) as exc:
             raise StoreError(
                 f"{path}: result {number} of {len(records)} is damaged: {exc}"
             ) from None
     return results
+
+
+def _upgrade(record: Any) -> Any:
+    """A version 1 or 2 record with its lever fields moved into the spec's "levers"."""
+    if not isinstance(record, dict) or not isinstance(record.get("spec"), dict):
+        return record  # from_record names what is wrong
+    spec, levers = dict(record["spec"]), {}
+    for name, default in _LEGACY_LEVERS.items():
+        if name not in spec:
+            continue
+        value = spec.pop(name)
+        if isinstance(value, bool) is not isinstance(default, bool) or not isinstance(
+            value, type(default)
+        ):
+            raise ValueError(f"spec {name!r} has the wrong type ({type(value).__name__})")
+        if value != default:
+            levers[name] = value
+    return {**record, "spec": {**spec, "levers": levers}}
 
 
 def _load(path: Path) -> Any:

@@ -12,17 +12,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..analysis.metrics import Analyzer
-from ..backends import onnxruntime as onnxrt
-from ..backends.build import unsupported
+from ..backends import check_installed, unsupported
 from ..cli.main import DEFAULT_WORKLOAD
 from ..core.result import Result, RunSpec
 from ..devices import Device, resolve_devices
 from ..devices.fingerprint import fingerprint
 from ..engine.dist import Launch
-from ..engine.sweep import Config, Sweep, run_configs
+from ..engine.sweep import Config, LeverValues, Sweep, run_configs
 from ..engine.track import progress_bar
 from ..engine.worker import run_isolated
 from ..errors import UsageError
+from ..levers import all_levers, find_lever, label
 from ..store.db import Filters, Store
 from ..workloads import Workload, WorkloadRef, load_workload
 
@@ -54,15 +54,9 @@ def plan(args: argparse.Namespace) -> Plan:
         workloads=tuple(refs),
         devices=tuple(d.name for d in devices),
         modes=args.modes,
-        precisions=args.precisions,
         batch_sizes=args.batch_sizes,
-        channels_last=args.memory_formats,
-        compile=tuple("" if mode == "off" else mode for mode in args.compile),
-        cuda_graphs=args.cuda_graphs,
-        threads=args.threads,
-        processes=_world_sizes(args),
+        levers=_lever_values(args),
         backends=_backends(args.backends),
-        pruning=args.pruning,
         blocks=args.epochs,
         max_time=args.max_time,
         warmup=args.warmup,
@@ -85,14 +79,16 @@ def plan(args: argparse.Namespace) -> Plan:
 
 def _backends(backends: tuple[str, ...]) -> tuple[str, ...]:
     """The backends asked for, once their packages are known to be installed."""
-    if any(b.startswith(onnxrt.BACKEND) for b in backends):
-        onnxrt.require_onnxruntime()
+    check_installed(backends)
     return backends
 
 
-def _world_sizes(args: argparse.Namespace) -> tuple[int, ...]:
-    """Total processes per configuration: 1 first (the baseline of the scaling efficiency)."""
-    return tuple(sorted({1} | {n * args.nnodes for n in args.nproc_per_node}))
+def _lever_values(args: argparse.Namespace) -> LeverValues:
+    """Each lever's values; data parallelism's counted over all nodes, 1 first (the baseline
+    of the scaling efficiency)."""
+    values = {lever.name: getattr(args, f"lever_{lever.name}") for lever in all_levers()}
+    values["processes"] = tuple(int(n) * args.nnodes for n in values["processes"])
+    return tuple((lever.name, lever.sweep_values(values[lever.name])) for lever in all_levers())
 
 
 def _launch(args: argparse.Namespace) -> Launch:
@@ -146,7 +142,7 @@ def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False
         def run(config: Config) -> Result:
             spec = config.spec
             total = config.stop.warmup + config.stop.blocks if config.stop.blocks else None
-            task = bar.add_task(f"{spec.workload} on {spec.device}: {spec.label}", total=total)
+            task = bar.add_task(f"{spec.workload} on {spec.device}: {label(spec)}", total=total)
             advance = lambda i, s: bar.advance(task)  # noqa: E731
             if plan.max_batch:
                 result = _search_max_batch(plan, config, advance)
@@ -169,7 +165,7 @@ def _with_scaling(result: Result, singles: dict[RunSpec, Result]) -> Result:
     n, aggregate = result.spec.processes, result.samples_per_second
     if n == 1 or aggregate is None:
         return result
-    single = singles.get(replace(result.spec, processes=1))
+    single = singles.get(find_lever("processes").assign(result.spec, 1))
     if single is None or single.samples_per_second is None:
         extra: dict[str, object] = {
             "scaling_unavailable": "the single-process run of this configuration is missing"

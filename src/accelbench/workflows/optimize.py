@@ -9,16 +9,17 @@ crashes, runs out of memory or cannot apply ends as that row's status and the la
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.compare import Speedup, speedup
-from ..backends.onnxruntime import INT8_PROVIDERS, backend_name, provider_of
+from ..backends import all_backends, code
 from ..core.result import Result, RunSpec
 from ..devices import Device
+from ..levers import Variant, active_levers, all_levers, label
+from ..workloads import Workload
 
 __all__ = [
-    "LEVERS",
     "Rung",
     "Tolerance",
     "Verdict",
@@ -29,13 +30,6 @@ __all__ = [
     "settings_code",
 ]
 
-# The levers a user can restrict the ladder to with --levers.
-LEVERS = ("precision", "channels_last", "compile", "cuda_graphs", "int8", "pruning")
-PRUNING = ("unstructured:0.5", "channels:0.3")
-INFERENCE = (
-    "int8",
-    "pruning",
-)  # levers for inference only  # amounts: a common first try, not a tuned one
 BASELINE = "fp32 eager"
 
 
@@ -71,69 +65,50 @@ class Rung:
     spec: RunSpec
 
 
-def ladder(base: RunSpec, device: Device, images: bool, levers: Sequence[str]) -> list[Rung]:
-    """fp32 eager first, then each lever alone, then the stacks that make sense: the fastest
-    precision with channels_last, then with torch.compile or a CUDA graph on top."""
-    low = _low_precisions(device) if "precision" in levers else []
-    layout = images and "channels_last" in levers
+def ladder(base: RunSpec, device: Device, workload: Workload, groups: Sequence[str]) -> list[Rung]:
+    """fp32 eager first, then each lever alone, then the stacks that make sense (the levers of
+    the base stack together, then each top lever on that stack: the fastest precision with
+    channels_last, then with torch.compile or a CUDA graph on top), then the late variants
+    (int8, pruning), which do not stack. Only the groups named in `groups` are tried."""
+    wanted = [v for v in _variants(base, device, workload) if v.group in groups]
     rungs = [Rung(BASELINE, base)]
-    rungs += [Rung(p, replace(base, precision=p)) for p in low]
-    if layout:
-        rungs.append(Rung("channels_last", replace(base, channels_last=True)))
-    if "compile" in levers:
-        rungs.append(Rung("compile", replace(base, compile="default")))
-    if "cuda_graphs" in levers and device.can_capture_graphs:
-        rungs.append(Rung("cuda_graphs", replace(base, cuda_graphs=True)))
-    stack, name = base, ""
-    if low:  # bf16 where the device has it: it keeps fp32's range
-        best = "bf16" if "bf16" in low else low[-1]
-        stack, name = replace(base, precision=best), best
-    if layout and name:
-        stack, name = replace(stack, channels_last=True), f"{name} + channels_last"
-    if " + " in name:
-        rungs.append(Rung(name, stack))
-    if name and "compile" in levers:
-        rungs.append(Rung(f"{name} + compile", replace(stack, compile="default")))
-    if name and "cuda_graphs" in levers and device.can_capture_graphs:
-        rungs.append(Rung(f"{name} + cuda_graphs", replace(stack, cuda_graphs=True)))
-    if base.mode == "infer":
-        rungs += _inference_rungs(base, device, levers)
+    rungs += [Rung(v.name, v.spec) for v in wanted if not v.late]
+    rungs += _stacks(base, device, workload, groups)
+    rungs += [Rung(v.name, v.spec) for v in wanted if v.late]
     return list({r.spec: r for r in rungs}.values())  # a stack equal to a single lever once
 
 
-def levers_not_tried(
-    base: RunSpec, device: Device, images: bool, levers: Sequence[str]
-) -> dict[str, str]:
-    """Each lever asked for that the ladder leaves out here, with the reason."""
-    reasons = {
-        "precision": None if _low_precisions(device) else f"{device.name} runs fp32 only",
-        "channels_last": None if images else "the inputs are not images",
-        "cuda_graphs": None
-        if device.can_capture_graphs
-        else f"{device.name} cannot capture graphs",
-        "compile": None,
-    }
-    inference_only = f"an inference lever; the ladder is for {base.mode}"
-    reasons |= {lever: None if base.mode == "infer" else inference_only for lever in INFERENCE}
-    return {lever: why for lever in levers if (why := reasons.get(lever))}
+def _variants(base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
+    found = [v for lever in all_levers() for v in lever.variants(base, device, workload)]
+    return found + [v for b in all_backends() for v in b.variants(base, device, workload)]
 
 
-def _low_precisions(device: Device) -> list[str]:
-    return [p for p in ("tf32", "fp16", "bf16") if p in device.dtypes.names()]
-
-
-def _inference_rungs(base: RunSpec, device: Device, levers: Sequence[str]) -> list[Rung]:
-    rungs = []
-    if "int8" in levers:
-        # ONNX Runtime quantizes; a provider of the device with int8 kernels runs it (TensorRT
-        # on NVIDIA), else its first provider, which says why it cannot.
-        providers = device.onnxruntime_providers
-        int8 = [p for p in providers if p in INT8_PROVIDERS] or list(providers) or ["none"]
-        backend = backend_name(int8[0])
-        rungs.append(Rung(f"int8 ({backend})", replace(base, precision="int8", backend=backend)))
-    if "pruning" in levers:
-        rungs += [Rung(f"pruned {p}", replace(base, pruning=p)) for p in PRUNING]
+def _stacks(base: RunSpec, device: Device, workload: Workload, groups: Sequence[str]) -> list[Rung]:
+    levers = [lever for lever in all_levers() if lever.name in groups]
+    stack, names = base, list[str]()
+    for lever in (lever for lever in levers if lever.stack_role == "base"):
+        choice = lever.stack(stack, device, workload)
+        if choice is not None:
+            stack, names = choice.spec, [*names, choice.name]
+    if not names:
+        return []
+    rungs = [Rung(" + ".join(names), stack)] if len(names) > 1 else []
+    for lever in (lever for lever in levers if lever.stack_role == "top"):
+        top = lever.stack(stack, device, workload)
+        if top is not None:
+            rungs.append(Rung(" + ".join([*names, top.name]), top.spec))
     return rungs
+
+
+def levers_not_tried(
+    base: RunSpec, device: Device, workload: Workload, groups: Sequence[str]
+) -> dict[str, str]:
+    """Each group asked for that the ladder leaves out here, with the reason."""
+    reasons = {}
+    for lever in all_levers():
+        for group in lever.ladder_groups:
+            reasons[group] = lever.not_tried(group, base, device, workload)
+    return {group: why for group in groups if (why := reasons.get(group))}
 
 
 @dataclass(frozen=True)
@@ -152,7 +127,7 @@ class Verdict:
         drift = self.result.metrics.get("drift")
         return {
             "variant": self.rung.name,
-            "spec": self.result.spec.label,
+            "spec": label(self.result.spec),
             "status": self.result.status,
             "error": self.result.error,
             "samples_per_s": self.result.samples_per_second,
@@ -204,94 +179,11 @@ def _note(rung: Rung, ratio: Speedup | None, launch_bound: bool) -> str:
         if not ratio.significant
         else f"slower ({ratio.text()})"
     )
-    spec = rung.spec
-    if spec.pruning.startswith("unstructured"):
-        text += ": zeroed weights leave dense kernels the same work; only sparse kernels gain"
-    elif launch_bound and spec.precision in ("tf32", "fp16", "bf16") and not spec.compile:
-        text += (
-            ": the step is launch-bound, and a lower precision shortens kernels, not the "
-            "host's launches"
-        )
-    return text
+    reasons = (lever.no_gain_reason(rung.spec, launch_bound) for lever in active_levers(rung.spec))
+    reason = next((r for r in reasons if r), "")
+    return f"{text}: {reason}" if reason else text
 
 
 def settings_code(spec: RunSpec, device: Device) -> list[str]:
-    """The lines that apply this variant's settings in one's own PyTorch code."""
-    kind = device.torch_device.type
-    if spec.backend != "torch":
-        return _onnxruntime_code(spec, device)
-    lines = []
-    if spec.pruning:
-        lines += _pruning_code(spec.pruning)
-    if spec.precision == "tf32":
-        lines += [
-            "torch.backends.cuda.matmul.allow_tf32 = True",
-            "torch.backends.cudnn.allow_tf32 = True",
-        ]
-    if spec.channels_last:
-        lines += [
-            "model = model.to(memory_format=torch.channels_last)",
-            "inputs = inputs.to(memory_format=torch.channels_last)",
-        ]
-    if spec.compile:
-        mode = "" if spec.compile == "default" else f', mode="{spec.compile}"'
-        lines.append(f"model = torch.compile(model{mode})")
-    if spec.precision in ("fp16", "bf16"):
-        dtype = "torch.bfloat16" if spec.precision == "bf16" else "torch.float16"
-        lines.append(f'with torch.autocast("{kind}", dtype={dtype}):  # around the forward pass')
-        if spec.precision == "fp16" and spec.mode == "train":
-            lines.append(f'scaler = torch.amp.GradScaler("{kind}")  # scale the loss, as usual')
-    if spec.cuda_graphs:
-        lines.append(
-            "# capture the whole step in a CUDA graph: static inputs, then "
-            "torch.cuda.graph(g) around one step and g.replay() for each later one"
-        )
-    return lines or ["# nothing to change: fp32 eager is the fastest within tolerance"]
-
-
-def _onnxruntime_code(spec: RunSpec, device: Device) -> list[str]:
-    provider = provider_of(spec.backend, device)
-    lines = ['torch.onnx.export(model.eval(), (example,), "model.onnx", dynamo=True)']
-    path = "model.onnx"
-    if spec.precision == "int8":
-        signed = provider != "CPUExecutionProvider"  # as accelbench quantized it
-        activations = "QuantType.QInt8" if signed else "QuantType.QUInt8"
-        symmetric = (
-            ', extra_options={"ActivationSymmetric": True, "WeightSymmetric": True}'
-            if signed
-            else ""
-        )
-        lines += [
-            "from onnxruntime.quantization import QuantFormat, QuantType, quantize_static",
-            "from onnxruntime.quantization.shape_inference import quant_pre_process",
-            'quant_pre_process("model.onnx", "model.pre.onnx")',
-            'quantize_static("model.pre.onnx", "model.int8.onnx", calibration_reader,  '
-            "# a CalibrationDataReader over real inputs",
-            f"    quant_format=QuantFormat.QDQ, per_channel=True, weight_type=QuantType.QInt8, "
-            f"activation_type={activations}{symmetric})",
-        ]
-        path = "model.int8.onnx"
-    lines.append(f'session = onnxruntime.InferenceSession("{path}", providers=["{provider}"])')
-    return lines
-
-
-def _pruning_code(pruning: str) -> list[str]:
-    """What steps/prune.py does, in a user's terms."""
-    kind, amount = pruning.split(":")
-    if kind == "unstructured":
-        return [
-            "import torch.nn.utils.prune as prune",
-            "for m in model.modules():  # each layer on its own: its smallest weights zeroed",
-            "    if isinstance(m, (nn.Conv2d, nn.Linear)):",
-            f'        prune.l1_unstructured(m, "weight", amount={amount})',
-            '        prune.remove(m, "weight")',
-        ]
-    return [
-        "import torch_pruning as tp  # removes whole channels, so the model really shrinks",
-        "convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]",
-        "pruner = tp.pruner.BasePruner(model, example, importance=tp.importance."
-        f"MagnitudeImportance(p=1), pruning_ratio={amount}, root_module_types=[nn.Conv2d], "
-        "ignored_layers=[last_layer])  # keep the outputs (a classifier's classes)",
-        "pruner.step()",
-        "# then fine-tune: accelbench measures the pruned model untrained",
-    ]
+    """The lines that apply this variant's settings in one's own code."""
+    return code(spec, device) or ["# nothing to change: fp32 eager is the fastest within tolerance"]

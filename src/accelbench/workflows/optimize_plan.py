@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 
 from ..analysis.metrics import Analyzer
-from ..backends.build import unsupported
+from ..backends import unsupported
 from ..core.result import Result
 from ..devices import Device, resolve_devices
 from ..devices.fingerprint import fingerprint
@@ -55,8 +55,8 @@ def plan_ladder(args: argparse.Namespace) -> Ladder:
         stop = StopRule(blocks=args.epochs, warmup=args.warmup)
     else:
         stop = StopRule(max_time=args.max_time or DEFAULT_SECONDS, warmup=args.warmup)
-    rungs = ladder(base, device, workload.images, args.levers)
-    not_tried = levers_not_tried(base, device, workload.images, args.levers)
+    rungs = ladder(base, device, workload, args.levers)
+    not_tried = levers_not_tried(base, device, workload, args.levers)
     tolerance = Tolerance(args.tolerance, args.min_top1)
     return Ladder(ref, workload, device, rungs, stop, tolerance, args.timeout, not_tried)
 

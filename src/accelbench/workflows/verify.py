@@ -41,12 +41,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..backends.build import build_torch, train_function
+from ..backends.pytorch import build_torch, train_function
 from ..core.result import Result, RunSpec
 from ..devices import Device, find_device
 from ..devices.fingerprint import fingerprint
-from ..engine.runner import make_spec, one_line
-from ..errors import UsageError
+from ..engine.runner import make_spec
+from ..errors import UsageError, one_line
 from ..levers import unsupported_reason
 from ..workloads import Workload
 

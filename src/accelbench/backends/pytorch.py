@@ -1,5 +1,5 @@
-"""Turn a RunSpec into something to time: the model on its device, the optimization steps
-applied, and a function that runs one block of train or infer steps."""
+"""PyTorch as a backend: the model on its device with the spec's levers applied, and the train
+or infer step."""
 
 from __future__ import annotations
 
@@ -7,36 +7,31 @@ from collections.abc import Callable
 
 import torch
 
-from ..core.result import RunSpec
+from ..core.result import DEFAULT_BACKEND, RunSpec
 from ..devices import Device
-from ..levers import Prepared, active_steps, unsupported_reason
+from ..levers import Prepared, active_levers, unsupported_reason
 from ..workloads import Workload
-from . import onnxruntime as onnxrt
-from .onnxruntime import OrtPrepared
+from .base import Backend, Runnable, register
 
-__all__ = ["Runnable", "build", "block_function", "train_function", "unsupported"]
-
-Runnable = Prepared | OrtPrepared  # what a backend hands the timing loop
+__all__ = ["Torch", "build_torch", "train_function"]
 
 
-def unsupported(spec: RunSpec, device: Device, workload: Workload) -> str | None:
-    """Why this configuration cannot run here (stored as "unsupported"), or None."""
-    if spec.backend == "torch":
+@register
+class Torch(Backend):
+    name = DEFAULT_BACKEND
+
+    def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
         return unsupported_reason(spec, device, workload)
-    if spec.backend.startswith(onnxrt.PREFIX):
-        return onnxrt.unsupported(spec, device)
-    return f"unknown backend {spec.backend!r}; valid: torch, {onnxrt.BACKEND}"
 
+    def build(self, spec: RunSpec, workload: Workload, device: Device, seed: int = 0) -> Runnable:
+        return build_torch(spec, workload, device, seed)
 
-def build(spec: RunSpec, workload: Workload, device: Device, seed: int = 0) -> Runnable:
-    """The configuration ready to time on `device`. Same seed, same weights and data."""
-    if spec.backend != "torch":
-        return onnxrt.build_session(spec, workload, device)
-    return build_torch(spec, workload, device, seed)
+    def code(self, spec: RunSpec, device: Device) -> list[str]:
+        return [line for lever in active_levers(spec) for line in lever.code(spec, device)]
 
 
 def build_torch(spec: RunSpec, workload: Workload, device: Device, seed: int = 0) -> Prepared:
-    """The model on `device`, with `spec`'s steps applied."""
+    """The model on `device`, with `spec`'s levers applied. Same seed, same weights and data."""
     torch.manual_seed(seed)
     model = workload.build_model()
     batch = workload.make_batch(torch.Generator().manual_seed(seed), spec.batch_size)
@@ -49,28 +44,17 @@ def build_torch(spec: RunSpec, workload: Workload, device: Device, seed: int = 0
         model=model,
         batch=(batch[0].to(target), batch[1].to(target)),
     )
-    steps = active_steps(spec)
-    for step in steps:
-        step.apply_model(prep)
+    levers = active_levers(spec)
+    for lever in levers:
+        lever.apply_model(prep, lever.value(spec))
     if spec.mode == "train":
         prep.optimizer = workload.make_optimizer(prep.model)
         prep.step = _train_step(prep)
     else:
         prep.step = _infer_step(prep)
-    for step in steps:
-        step.apply_step(prep)
+    for lever in levers:
+        lever.apply_step(prep, lever.value(spec))
     return prep
-
-
-def block_function(prep: Runnable) -> Callable[[], None]:
-    """One timed block: `steps_per_block` steps back to back, nothing waiting on the device."""
-    step, count = prep.step, prep.spec.steps_per_block
-
-    def run_block() -> None:
-        for _ in range(count):
-            step()
-
-    return run_block
 
 
 def train_function(prep: Prepared) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:

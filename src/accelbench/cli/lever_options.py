@@ -1,0 +1,55 @@
+"""The levers' options of `run`, generated from the lever registry: a new lever's option
+appears here without an edit."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from ..core.result import Value
+from ..levers import Lever, all_levers
+
+__all__ = ["add_lever_options", "lever_values"]
+
+
+def add_lever_options(
+    parser: argparse.ArgumentParser, groups: dict[str, argparse._ArgumentGroup]
+) -> None:
+    """One list-valued option per lever, in the --help section the lever names (made here
+    when `groups` does not have it yet)."""
+    for lever in all_levers():
+        if lever.group_title not in groups:
+            groups[lever.group_title] = parser.add_argument_group(lever.group_title)
+        groups[lever.group_title].add_argument(
+            lever.option,
+            dest=_dest(lever),
+            type=_values(lever),
+            default=(lever.default,),
+            metavar=lever.metavar,
+            help=lever.help.replace("%", "%%"),
+        )
+
+
+def lever_values(args: argparse.Namespace) -> tuple[tuple[str, tuple[Value, ...]], ...]:
+    """Each lever's values as asked for (before `Lever.sweep_values`)."""
+    return tuple((lever.name, getattr(args, _dest(lever))) for lever in all_levers())
+
+
+def _dest(lever: Lever) -> str:
+    return f"lever_{lever.name}"
+
+
+def _values(lever: Lever) -> Callable[[str], tuple[Value, ...]]:
+    """A comma-separated list of the lever's words, each parsed by the lever, duplicates
+    dropped; argparse reports a bad one in one line."""
+
+    def parse(text: str) -> tuple[Value, ...]:
+        words = [word.strip() for word in text.split(",") if word.strip()]
+        if not words:
+            raise argparse.ArgumentTypeError("empty list")
+        try:
+            return tuple(dict.fromkeys(lever.parse(word) for word in words))
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse

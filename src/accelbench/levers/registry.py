@@ -1,0 +1,100 @@
+"""What is asked of all levers at once: a configuration's label, the levers it activates, why
+it cannot run, specs built from lever values, checks of stored values, comparable dimensions."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ..analysis.compare import BASE_DIMENSIONS, Dimension
+from ..core.result import DEFAULT_BACKEND, PRECISIONS, RunSpec
+from .base import Lever, all_levers, find_lever
+
+if TYPE_CHECKING:
+    from ..devices import Device
+    from ..workloads import Workload
+
+
+def label(spec: RunSpec) -> str:
+    """A short human name for the configuration, e.g. 'train bf16 b256 channels_last compile'."""
+    parts = [spec.mode, spec.precision, f"b{spec.batch_size}"]
+    parts += [lever.label(lever.value(spec)) for lever in all_levers() if lever.active(spec)]
+    known = {lever.name for lever in all_levers()}
+    # a lever stored by a plugin this process has not loaded still shows
+    parts += [f"{name}={value}" for name, value in spec.levers if name not in known]
+    if spec.backend != DEFAULT_BACKEND:
+        parts.append(spec.backend)
+    return " ".join(p for p in parts if p)
+
+
+def active_levers(spec: RunSpec) -> list[Lever]:
+    """The levers `spec` asks for, in the order they apply."""
+    return sorted(
+        (lever for lever in all_levers() if lever.active(spec)), key=lambda lever: lever.stage
+    )
+
+
+def unsupported_reason(spec: RunSpec, device: Device, workload: Workload) -> str | None:
+    """The first reason an active lever cannot run here, as 'lever: reason', or None."""
+    for lever in active_levers(spec):
+        reason = lever.unsupported(spec, device, workload)
+        if reason:
+            return f"{lever.name}: {reason}"
+    return None
+
+
+def spec_with(spec: RunSpec, **values: Any) -> RunSpec:
+    """`spec` with each named lever set, e.g. spec_with(spec, channels_last=True).
+    KeyError names the registered levers; ValueError an invalid value."""
+    for name, value in values.items():
+        lever = find_lever(name)
+        lever.check(value)
+        spec = lever.assign(spec, value)
+    return spec
+
+
+def check_levers(spec: RunSpec) -> None:
+    """A stored or imported spec's lever values: ValueError names the first that is wrong."""
+    if spec.precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {spec.precision!r}; valid: {', '.join(PRECISIONS)}")
+    for name, value in spec.levers:
+        try:
+            lever = find_lever(name)
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
+        lever.check(value)
+        if value == lever.default:
+            raise ValueError(f"lever {name!r} is stored at its default {value!r}")
+
+
+def eager(spec: RunSpec) -> RunSpec:
+    """The plain configuration an optimized one is measured against: fp32, PyTorch, and every
+    lever the optimization ladder tries at its default (threads and processes are kept)."""
+    plain = replace(spec, precision="fp32", backend=DEFAULT_BACKEND)
+    for lever in all_levers():
+        if lever.ladder_groups:
+            plain = lever.assign(plain, lever.default)
+    return plain
+
+
+def dimensions() -> dict[str, Dimension]:
+    """What `compare --by` can compare: the base dimensions, then each lever's."""
+    found = dict(BASE_DIMENSIONS)
+    for lever in all_levers():
+        if lever.dimension:
+            found[lever.dimension] = _dimension(lever)
+    return found
+
+
+def _dimension(lever: Lever) -> Dimension:
+    return Dimension(
+        name=lever.dimension,
+        read=lambda r: lever.word(lever.value(r.spec)),
+        neutral=lambda spec: lever.assign(spec, lever.default),
+        baseline=lever.baseline_word(),
+    )
+
+
+def ladder_groups() -> tuple[str, ...]:
+    """What `optimize --levers` can name: each lever's groups of ladder variants."""
+    return tuple(dict.fromkeys(g for lever in all_levers() for g in lever.ladder_groups))
