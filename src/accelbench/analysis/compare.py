@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads when a speedup is computed, not for --help
+    import numpy as np
 
 from ..core.result import DEFAULT_BACKEND, Result, RunSpec, machine_of
 
@@ -58,6 +59,8 @@ class Speedup:
 
 def _rates(result: Result) -> np.ndarray:
     """Samples per second of each timed sample: comparable across batch sizes and workloads."""
+    import numpy as np
+
     m = result.measurement
     assert m is not None
     return m.repeat * result.samples_per_block / np.asarray(m.samples, dtype=float)
@@ -65,6 +68,7 @@ def _rates(result: Result) -> np.ndarray:
 
 def speedup(candidate: Result, baseline: Result, seed: int = 0) -> Speedup:
     """Candidate over baseline, per-sample rates, with a bootstrap 95% interval."""
+    import numpy as np
     from scipy.stats import bootstrap
 
     a, b = _rates(candidate), _rates(baseline)

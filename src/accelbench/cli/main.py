@@ -862,6 +862,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             else:
                 print(changes_table(changes, args.threshold, width=_width()), end="")
             return 1 if any(c.regression for c in changes) else 0
+        from ..levers import dimensions
+
         by = dimensions()[args.by]
         comparison = compare(store.results(_filters(args)), by, args.baseline_value)
     if args.json:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads when statistics are computed: `accelbench --help` needs none
+    import numpy as np
 
 __all__ = ["Measurement", "Summary", "median_ci", "summarize", "NOISY_CI_FRACTION"]
 
@@ -59,6 +61,7 @@ class Summary:
 
 def median_ci(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
     """Distribution-free confidence interval of the median, or None with too few values."""
+    import numpy as np
     from scipy.stats import binom
 
     n = len(values)
@@ -76,6 +79,8 @@ def median_ci(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float
 
 
 def summarize(values: np.ndarray) -> Summary:
+    import numpy as np
+
     if len(values) == 0:
         raise ValueError("no samples to summarize")
     q10, q25, q50, q75, q90 = np.percentile(values, [10, 25, 50, 75, 90])
@@ -108,11 +113,15 @@ class Measurement:
     @cached_property
     def time(self) -> Summary:
         """Seconds per block."""
+        import numpy as np
+
         return summarize(np.asarray(self.samples, dtype=float) / self.repeat)
 
     @cached_property
     def rate(self) -> Summary:
         """Blocks per second, summarized over per-sample rates."""
+        import numpy as np
+
         return summarize(self.repeat / np.asarray(self.samples, dtype=float))
 
     @property
