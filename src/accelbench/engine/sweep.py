@@ -63,7 +63,7 @@ class Sweep:
         """Same options, same id: how --resume recognizes an interrupted sweep."""
         options = asdict(self)
         del options["levers"]
-        if options["backends"] == [DEFAULT_BACKEND]:
+        if tuple(options["backends"]) == (DEFAULT_BACKEND,):
             del options["backends"]
         for lever in all_levers():
             key, values = _ID_NAMES.get(lever.name, lever.name), self.values_of(lever)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
-from .base import Lever, Prepared, Variant, all_levers, find_lever, register
+from .base import Lever, Prepared, Switch, Variant, all_levers, find_lever, register
 from .registry import (
     active_levers,
     check_levers,
@@ -31,6 +31,7 @@ from .registry import (
 __all__ = [
     "Lever",
     "Prepared",
+    "Switch",
     "Variant",
     "active_levers",
     "all_levers",

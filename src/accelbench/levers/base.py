@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..devices import Device, MemoryReading, Timer
     from ..workloads import Batch, Workload
 
-__all__ = ["Lever", "Prepared", "Variant", "all_levers", "find_lever", "register"]
+__all__ = ["Lever", "Prepared", "Switch", "Variant", "all_levers", "find_lever", "register"]
 
 
 @dataclass
@@ -195,6 +195,26 @@ class Lever:
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
         """Why the ladder leaves `group` out for this configuration; "" when it does not."""
         return ""
+
+
+class Switch(Lever):
+    """A lever that is on or off, named by two words (off first); its label is its name."""
+
+    default = False
+    off_word, on_word = "off", "on"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.words = (self.off_word, self.on_word)
+
+    def from_word(self, word: str) -> Value:
+        return word == self.on_word
+
+    def word(self, value: Value) -> str:
+        return self.on_word if value else self.off_word
+
+    def label(self, value: Value) -> str:
+        return self.name if value else ""
 
 
 _LEVERS: dict[str, Lever] = {}

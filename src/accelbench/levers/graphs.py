@@ -6,36 +6,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.result import RunSpec, Value
-from .base import Lever, Prepared, Variant, register
+from .base import Prepared, Switch, Variant, register
 
 if TYPE_CHECKING:
     from ..devices import Device
     from ..workloads import Workload
 
-_SWITCH = {"off": False, "on": True}
 _SELF_CAPTURING = ("reduce-overhead", "max-autotune")  # torch.compile modes that capture graphs
 
 
 @register
-class CudaGraphs(Lever):
+class CudaGraphs(Switch):
     name = "cuda_graphs"
     title = "CUDA graphs"
     option = "--cuda-graphs"
     help = "capture each step in a CUDA graph: off, on"
     dimension = "cuda-graphs"
-    default = False
-    words = tuple(_SWITCH)
     stage = 60  # last: it captures the step the others built
     stack_role = "top"
-
-    def from_word(self, word: str) -> Value:
-        return _SWITCH[word]
-
-    def word(self, value: Value) -> str:
-        return "on" if value else "off"
-
-    def label(self, value: Value) -> str:
-        return "cuda_graphs" if value else ""
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
         if not device.can_capture_graphs:

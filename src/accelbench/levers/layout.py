@@ -5,34 +5,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.result import RunSpec, Value
-from .base import Lever, Prepared, Variant, register
+from .base import Prepared, Switch, Variant, register
 
 if TYPE_CHECKING:
     from ..devices import Device
     from ..workloads import Workload
 
-_FORMATS = {"contiguous": False, "channels_last": True}
-
 
 @register
-class ChannelsLast(Lever):
+class ChannelsLast(Switch):
     name = "channels_last"
     option = "--memory-formats"
     help = "contiguous, channels_last (default: contiguous)"
     dimension = "memory-format"
-    default = False
-    words = tuple(_FORMATS)
+    off_word, on_word = "contiguous", "channels_last"
     stage = 30  # before DDP wraps the model and compile traces it
     stack_role = "base"
-
-    def from_word(self, word: str) -> Value:
-        return _FORMATS[word]
-
-    def word(self, value: Value) -> str:
-        return "channels_last" if value else "contiguous"
-
-    def label(self, value: Value) -> str:
-        return "channels_last" if value else ""
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
         if not workload.images:

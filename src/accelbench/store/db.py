@@ -95,13 +95,14 @@ ALTER TABLE results ADD COLUMN pruning TEXT NOT NULL DEFAULT '';
     7: """
 ALTER TABLE results ADD COLUMN levers TEXT NOT NULL DEFAULT '{}';
 UPDATE results SET levers = (
-    SELECT json_group_object(key, value) FROM (
-        SELECT 'channels_last' AS key, json('true') AS value WHERE channels_last
-        UNION ALL SELECT 'compile', compile WHERE compile != ''
-        UNION ALL SELECT 'cuda_graphs', json('true') WHERE cuda_graphs
-        UNION ALL SELECT 'processes', processes WHERE processes != 1
-        UNION ALL SELECT 'pruning', pruning WHERE pruning != ''
-        UNION ALL SELECT 'threads', threads WHERE threads != 0
+    -- each value as JSON text, so booleans stay booleans and numbers numbers
+    SELECT json_group_object(key, json(value)) FROM (
+        SELECT 'channels_last' AS key, 'true' AS value WHERE channels_last
+        UNION ALL SELECT 'compile', json_quote(compile) WHERE compile != ''
+        UNION ALL SELECT 'cuda_graphs', 'true' WHERE cuda_graphs
+        UNION ALL SELECT 'processes', CAST(processes AS TEXT) WHERE processes != 1
+        UNION ALL SELECT 'pruning', json_quote(pruning) WHERE pruning != ''
+        UNION ALL SELECT 'threads', CAST(threads AS TEXT) WHERE threads != 0
     )
 );
 ALTER TABLE results DROP COLUMN channels_last;
