@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..core.result import Result, RunSpec, machine_of
+from ..devices.kinds import BASELINE_DEVICE
 from ..errors import UsageError
 
 __all__ = [
@@ -112,7 +113,7 @@ _NEUTRAL: dict[str, dict[str, Any]] = {
     "machine": {},
 }
 _DEFAULT_BASELINE = {
-    "device": "cpu",
+    "device": BASELINE_DEVICE,
     "precision": "fp32",
     "mode": "train",
     "compile": "off",
@@ -166,7 +167,7 @@ def compare(results: Sequence[Result], by: str, baseline_value: str | None = Non
 def _value_reader(results: Sequence[Result], by: str) -> Callable[[Result], str]:
     read = DIMENSIONS[by]
     machines = {machine_of(r.environment) for r in results}
-    if by == "device" and len(machines) > 1:  # two machines' "cpu" are different devices
+    if by == "device" and len(machines) > 1:  # two machines' CPUs are different devices
         return lambda r: f"{machine_of(r.environment)}/{read(r)}"
     return read
 
