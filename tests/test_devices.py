@@ -1,5 +1,6 @@
 import subprocess
 import sys
+import types
 from dataclasses import replace
 
 import pytest
@@ -264,3 +265,43 @@ def test_a_device_without_counters_reports_none_and_says_why():
     assert "no power counter for cuda" in quiet.power_meter().unavailable_reason
     with pytest.raises(DeviceError, match="cuda cannot capture graphs"):
         quiet.capture_graph(lambda: None)
+
+
+def test_a_faked_mac_describes_its_gpu_as_the_chip_with_unified_memory(monkeypatch):
+    import accelbench.devices.mps as mps
+
+    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.setattr(torch.backends.mps, "is_built", lambda: True)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    monkeypatch.setattr(torch.mps, "recommended_max_memory", lambda: 24 * 2**30)
+    monkeypatch.setattr(mps, "cpu_model", lambda: "Apple M2 Max")
+    monkeypatch.setattr(mps, "macos_major", lambda: 13)  # bf16 needs macOS 14
+    (device,) = BACKENDS["mps"].discover()
+    assert (device.name, device.kind, device.available, device.model) == (
+        "mps",
+        "mps",
+        True,
+        "Apple M2 Max",
+    )
+    assert device.total_memory == 24 * 2**30 and device.dtypes.names() == ["fp32", "fp16"]
+    assert device.autocast_type == "mps" and device.for_rank(1) is device
+    assert device.ddp_device_ids() is None and "no Mac" in device.caveat
+
+
+def test_a_faked_intel_gpu_is_numbered_and_names_its_driver(monkeypatch):
+    props = types.SimpleNamespace(
+        name="Intel Arc A770", total_memory=16 * 2**30, driver_version="1.3"
+    )
+    fake = types.SimpleNamespace(
+        _is_compiled=lambda: True,
+        is_available=lambda: True,
+        device_count=lambda: 2,
+        get_device_properties=lambda index: props,
+        is_bf16_supported=lambda: True,
+    )
+    monkeypatch.setattr(torch, "xpu", fake, raising=False)
+    devices = BACKENDS["xpu"].discover()
+    assert [d.name for d in devices] == ["xpu:0", "xpu:1"] and devices[1].index == 1
+    assert devices[1].model == "Intel Arc A770" and dict(devices[1].details) == {"driver": "1.3"}
+    assert devices[0].dtypes.names() == ["fp32", "fp16", "bf16"]
+    assert devices[0].dist_backend == "xccl" and devices[1].ddp_device_ids() == [1]

@@ -11,6 +11,8 @@ Names load on first use, so importing this package (or `kinds`) does not import 
 that only read the store stay fast.
 """
 
+# ruff: noqa: F401  (the TYPE_CHECKING names are re-exported by __getattr__, unseen by linters)
+
 from __future__ import annotations
 
 import importlib
@@ -52,32 +54,7 @@ _FORMER = {
     "_Xpu": ("xpu", "XpuBackend"),
 }
 
-# Spelled out, not derived from _EXPORTS, so that linters see what the TYPE_CHECKING block exports.
-__all__ = [
-    "BACKENDS",
-    "BASELINE_DEVICE",
-    "HOST_DEVICE",
-    "KINDS",
-    "OUT_OF_MEMORY",
-    "PREFERENCE",
-    "Device",
-    "DeviceBackend",
-    "DtypeSupport",
-    "EventTimer",
-    "HostTimer",
-    "MemoryReading",
-    "Timer",
-    "cpu_model",
-    "discover",
-    "find_device",
-    "is_baseline",
-    "is_out_of_memory",
-    "mentions_out_of_memory",
-    "pick_device",
-    "resolve_devices",
-    "set_tf32",
-    "tf32",
-]
+__all__ = [*_EXPORTS]
 
 
 def __getattr__(name: str) -> Any:

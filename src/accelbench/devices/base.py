@@ -254,6 +254,29 @@ class DeviceBackend:
     def capture_graph(self, index: int, step: Callable[[], None]) -> Callable[[], None]:
         raise DeviceError(f"{self.kind} cannot capture graphs")
 
+    def available_device(
+        self,
+        index: int = 0,
+        *,
+        model: str,
+        total_memory: int | None,
+        dtypes: DtypeSupport,
+        details: tuple[tuple[str, str], ...],
+    ) -> Device:
+        """A Device of this kind that is here, named as its kind names devices."""
+        return Device(
+            name=f"{self.kind}:{index}" if self.indexed else self.kind,
+            kind=self.kind,
+            available=True,
+            reason="",
+            model=model,
+            total_memory=total_memory,
+            dtypes=dtypes,
+            details=details,
+            index=index,
+            backend=self,
+        )
+
     def unavailable(self, reason: str) -> Device:
         """The Device that stands for this kind when there is none of it here."""
         return Device(name=self.kind, kind=self.kind, available=False, reason=reason, backend=self)

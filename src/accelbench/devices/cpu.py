@@ -38,19 +38,13 @@ class CpuBackend(DeviceBackend):
             ("vector ISA", torch.backends.cpu.get_cpu_capability()),
             ("native bf16", "yes" if cpu_has_native_bf16() else "no (emulated, slow)"),
         )
-        return [
-            Device(
-                name=self.kind,
-                kind=self.kind,
-                available=True,
-                reason="",
-                model=cpu_model(),
-                total_memory=physical_memory(),
-                dtypes=DtypeSupport(fp16=True, bf16=True, tf32=False),
-                details=details,
-                backend=self,
-            )
-        ]
+        device = self.available_device(
+            model=cpu_model(),
+            total_memory=physical_memory(),
+            dtypes=DtypeSupport(fp16=True, bf16=True, tf32=False),
+            details=details,
+        )
+        return [device]
 
     def power_meter(self, index: int) -> PowerMeter:
         if sys.platform.startswith("linux"):

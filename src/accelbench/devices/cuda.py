@@ -56,17 +56,12 @@ class CudaBackend(DeviceBackend):
         details = [("multiprocessors", str(props.multi_processor_count))]
         if torch.version.hip is None:
             details.insert(0, ("compute capability", f"{props.major}.{props.minor}"))
-        return Device(
-            name=f"{self.kind}:{index}",
-            kind=self.kind,
-            available=True,
-            reason="",
+        return self.available_device(
+            index,
             model=props.name,
             total_memory=props.total_memory,
             dtypes=DtypeSupport(fp16=True, bf16=_bf16(index), tf32=tf32),
             details=tuple(details),
-            index=index,
-            backend=self,
         )
 
     def synchronize(self, index: int) -> None:

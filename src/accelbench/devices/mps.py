@@ -38,20 +38,14 @@ class MpsBackend(DeviceBackend):
             return [self.unavailable("this PyTorch was built without MPS")]
         if not torch.backends.mps.is_available():
             return [self.unavailable("MPS needs macOS 12.3 or later and a Metal GPU")]
-        return [
-            Device(
-                name=self.kind,
-                kind=self.kind,
-                available=True,
-                reason="",
-                model=cpu_model(),  # the chip, e.g. "Apple M2 Max": its GPU is on it
-                total_memory=torch.mps.recommended_max_memory(),
-                # bf16 on MPS needs macOS 14 (Sonoma).
-                dtypes=DtypeSupport(fp16=True, bf16=macos_major() >= 14, tf32=False),
-                details=(("memory", "unified with the CPU"),),
-                backend=self,
-            )
-        ]
+        device = self.available_device(
+            model=cpu_model(),  # the chip, e.g. "Apple M2 Max": its GPU is on it
+            total_memory=torch.mps.recommended_max_memory(),
+            # bf16 on MPS needs macOS 14 (Sonoma).
+            dtypes=DtypeSupport(fp16=True, bf16=macos_major() >= 14, tf32=False),
+            details=(("memory", "unified with the CPU"),),
+        )
+        return [device]
 
     def synchronize(self, index: int) -> None:
         torch.mps.synchronize()

@@ -37,17 +37,12 @@ class XpuBackend(DeviceBackend):
 
     def _describe(self, index: int) -> Device:
         props = torch.xpu.get_device_properties(index)
-        return Device(
-            name=f"{self.kind}:{index}",
-            kind=self.kind,
-            available=True,
-            reason="",
+        return self.available_device(
+            index,
             model=props.name,
             total_memory=props.total_memory,
             dtypes=DtypeSupport(fp16=True, bf16=torch.xpu.is_bf16_supported(), tf32=False),
             details=(("driver", str(getattr(props, "driver_version", "unknown"))),),
-            index=index,
-            backend=self,
         )
 
     def synchronize(self, index: int) -> None:
