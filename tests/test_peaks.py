@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
 import torch
 
+from accelbench.core import peaks as core_peaks
 from accelbench.devices import DtypeSupport, resolve_devices
 from accelbench.devices.peaks import _TABLE, PeakFigures, calibrate, known_peaks
 from accelbench.errors import UsageError
@@ -158,3 +161,29 @@ def test_calibrate_rejects_unknown_precisions_and_bad_counts() -> None:
         calibrate(cpu, precisions=("fp8",))
     with pytest.raises(UsageError, match="repeats"):
         calibrate(cpu, repeats=0)
+
+
+def test_peak_figures_are_a_torch_free_core_value_the_device_layer_re_exports() -> None:
+    assert PeakFigures is core_peaks.PeakFigures
+    code = (
+        "import sys\n"
+        "from accelbench.core.peaks import PeakFigures\n"
+        "PeakFigures(flops={'fp32': 1.0}, bandwidth=None, source='test')\n"
+        "assert 'torch' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_calibrate_leaves_the_convolution_tf32_switch_as_the_caller_set_it() -> None:
+    device = replace(
+        resolve_devices("cpu")[0], dtypes=DtypeSupport(fp16=False, bf16=False, tf32=True)
+    )
+    before = torch.backends.cudnn.allow_tf32
+    try:
+        for setting in (True, False):
+            torch.backends.cudnn.allow_tf32 = setting
+            calibrate(device, precisions=("fp32", "tf32"), size=32, repeats=1)
+            assert torch.backends.cudnn.allow_tf32 is setting
+    finally:
+        torch.backends.cudnn.allow_tf32 = before

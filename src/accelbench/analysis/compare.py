@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # numpy loads when a speedup is computed, not for --help
     import numpy as np
 
 from ..core.result import DEFAULT_BACKEND, Result, RunSpec, machine_of
+from ..devices.kinds import BASELINE_DEVICE
 
 __all__ = [
     "BASE_DIMENSIONS",
@@ -108,7 +109,7 @@ def _base(name: str, field: str, read: Callable[[Result], str], baseline: str) -
 BASE_DIMENSIONS: dict[str, Dimension] = {
     d.name: d
     for d in (
-        _base("device", "device", lambda r: r.spec.device, "cpu"),
+        _base("device", "device", lambda r: r.spec.device, BASELINE_DEVICE),
         _base("machine", "", lambda r: machine_of(r.environment), ""),
         _base("mode", "mode", lambda r: r.spec.mode, "train"),
         _base("workload", "workload", lambda r: r.spec.workload, ""),

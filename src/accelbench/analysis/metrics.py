@@ -13,9 +13,10 @@ from typing import Any
 
 import torch
 
+from ..core.peaks import PeakFigures
 from ..core.result import Result
-from ..devices import Device
-from ..devices.peaks import PeakFigures, known_peaks
+from ..devices import HOST_DEVICE, Device
+from ..devices.peaks import known_peaks
 from ..workloads import Workload
 from .verdict import Timing, judge
 
@@ -28,7 +29,7 @@ def count_flops_per_sample(workload: Workload, mode: str) -> float | None:
     """FLOPs per sample of one train or infer step; None when the model cannot be counted."""
     from .flops import count_flops
 
-    for device in ("meta", "cpu"):  # meta costs nothing; some models only build for real
+    for device in ("meta", HOST_DEVICE):  # meta costs nothing; some models only build for real
         try:
             return _count_on(workload, mode, torch.device(device), count_flops)
         except Exception:  # noqa: S112  (try the next device; None says "not counted")

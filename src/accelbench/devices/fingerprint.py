@@ -11,7 +11,8 @@ import platform
 import torch
 
 from ..core.version import __version__
-from . import Device, cpu_model
+from .base import Device
+from .host import cpu_model
 
 __all__ = ["fingerprint"]
 

@@ -19,29 +19,19 @@ exceed a datasheet peak. `calibrate` is the honest reference for a given machine
 from __future__ import annotations
 
 import datetime
-import os
 import re
 import statistics
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from types import MappingProxyType
 
 import torch
 
+from ..core.peaks import PeakFigures
 from ..errors import UsageError
-from . import Device
+from .base import Device
+from .tf32_switch import TF32_OVERRIDE, tf32, tf32_forced
 
 __all__ = ["PeakFigures", "known_peaks", "calibrate"]
-
-
-@dataclass(frozen=True)
-class PeakFigures:
-    """Peak rates of one device, and where they come from."""
-
-    flops: Mapping[str, float]  # precision ("fp32", "tf32", "fp16", "bf16") -> FLOP/s, dense
-    bandwidth: float | None  # memory bandwidth in bytes/s
-    source: str  # e.g. "NVIDIA H200 datasheet" or "calibrated on this machine 2026-11-30"
 
 
 T = 1e12  # FLOP/s in a TFLOPS
@@ -243,7 +233,6 @@ _PRECISIONS: dict[str, tuple[torch.dtype, bool]] = {
 }
 _WARMUP = 2  # calls at least, however long the warm-up seconds
 _Runs = tuple[float, int]  # warm-up seconds, timed repeats
-_TF32_OVERRIDE = "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"  # forces TF32 in cuBLAS whatever torch says
 MiB = 2**20
 GiB = 2**30
 
@@ -281,8 +270,8 @@ def calibrate(
         f"calibrated on this machine {datetime.date.today().isoformat()} ({device.name}: "
         f"{order}x{order} matrix products, {copy_bytes // MiB} MiB copy, median of {repeats})"
     )
-    if "fp32" in flops and device.dtypes.tf32 and os.environ.get(_TF32_OVERRIDE) == "1":
-        source += f"; {_TF32_OVERRIDE}=1 made the fp32 products run as TF32"
+    if "fp32" in flops and device.dtypes.tf32 and tf32_forced():
+        source += f"; {TF32_OVERRIDE}=1 made the fp32 products run as TF32"
     return _peaks(source, bandwidth=bandwidth, **flops)
 
 
@@ -306,13 +295,13 @@ def _defaults(device: Device) -> tuple[int, int, float]:
 def _matmul_rate(
     device: Device, precision: str, order: int, runs: _Runs, generator: torch.Generator
 ) -> float:
-    dtype, tf32 = _PRECISIONS[precision]
+    dtype, allow_tf32 = _PRECISIONS[precision]
     a, b = (
         torch.randn(order, order, dtype=dtype, device=device.torch_device, generator=generator)
         for _ in range(2)
     )
     out = torch.empty_like(a)
-    with _tf32(tf32):
+    with tf32(allow_tf32):
         seconds = _median_seconds(lambda: torch.mm(a, b, out=out), device, runs)
     return 2 * order**3 / seconds
 
@@ -344,19 +333,3 @@ def _time_once(operation: Callable[[], object], device: Device) -> float:
     operation()
     timer.stop()
     return timer.elapsed()
-
-
-@contextmanager
-def _tf32(allowed: bool) -> Iterator[None]:
-    """Allow or forbid TF32 for float32 products, then restore the caller's setting.
-
-    Forbidding it matters as much as allowing it: with TF32 left on by the caller, an "fp32"
-    product would run on TF32 tensor cores. (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, set in NVIDIA's
-    containers, forces TF32 whatever this says; `calibrate` notes that in its source.)
-    """
-    before = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = allowed
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = before

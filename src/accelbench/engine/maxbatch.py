@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..core.result import Result, RunSpec
+from ..devices.kinds import mentions_out_of_memory
 from .measure import StopRule
 
 __all__ = ["MaxBatch", "PROBE_STOP", "find_max_batch", "out_of_memory"]
@@ -19,14 +20,11 @@ __all__ = ["MaxBatch", "PROBE_STOP", "find_max_batch", "out_of_memory"]
 PROBE_STOP = StopRule(blocks=2, warmup=1)
 LIMIT = 1 << 16  # stop doubling here: a search must end even where memory seems endless
 
-# How running out of memory reads when it is not a torch OutOfMemoryError (CPU allocators).
-_MEMORY_WORDS = ("out of memory", "can't allocate memory", "not enough memory", "SIGKILL")
-
 
 def out_of_memory(result: Result) -> bool:
     """Whether a probe failed for want of memory (as opposed to another error)."""
     return result.status == "oom" or (
-        result.status == "error" and any(w in result.error for w in _MEMORY_WORDS)
+        result.status == "error" and mentions_out_of_memory(result.error)
     )
 
 

@@ -8,12 +8,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-import torch
-
 from ..backends import Runnable, block_function, build, checks_drift, unsupported
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
-from ..devices import Device
+from ..devices import OUT_OF_MEMORY, Device
 from ..devices.fingerprint import fingerprint
 from ..devices.power import PowerMeter
 from ..errors import one_line
@@ -23,8 +21,6 @@ from .measure import StopRule, measure
 
 __all__ = ["make_spec", "run_config", "run_one"]
 
-# torch.OutOfMemoryError (2.5+) covers every device's allocator; older releases had CUDA's only.
-_OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
 MIN_POWER_SECONDS = 3.0  # below this, an energy counter's steps make the average rough
 PROBE_DIVISOR = 4  # the verdict compares the step at the batch with the step at batch / 4
 PROBE_STOP = StopRule(warmup=2, max_time=2.0, min_blocks=5, target_ci=0.05)
@@ -87,7 +83,7 @@ def run_config(
                 extra["drift"] = _drift(prep, workload, device)
             del prep  # free the device for the probe
             probed = _probe(spec, workload, device) if probe else {}
-    except _OUT_OF_MEMORY as exc:
+    except OUT_OF_MEMORY as exc:
         return replace(base, status="oom", error=one_line(exc))
     except Exception as exc:  # a failure is data: the sweep goes on
         return replace(base, error=one_line(exc))

@@ -70,7 +70,7 @@ class Prepared:
         import torch
 
         return torch.autocast(
-            self.device.torch_device.type,
+            self.device.autocast_type,
             dtype=self.autocast_dtype,
             cache_enabled=self.autocast_cache,
         )

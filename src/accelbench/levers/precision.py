@@ -24,14 +24,6 @@ def low_precisions(device: Device) -> list[str]:
     return [p for p in LOW if p in device.dtypes.names()]
 
 
-def _set_tf32(enabled: bool) -> None:
-    import torch
-
-    # PyTorch's defaults differ (cuDNN TF32 on, matmul TF32 off); make "fp32" mean fp32.
-    torch.backends.cuda.matmul.allow_tf32 = enabled
-    torch.backends.cudnn.allow_tf32 = enabled
-
-
 @register
 class Precision(Lever):
     name = "precision"
@@ -72,12 +64,15 @@ class Precision(Lever):
     def apply_model(self, prep: Prepared, value: Value) -> None:
         import torch
 
-        _set_tf32(value == "tf32")
+        from ..devices import set_tf32
+
+        # PyTorch's defaults differ (cuDNN TF32 on, matmul TF32 off); make "fp32" mean fp32.
+        set_tf32(value == "tf32")
         dtype = _AUTOCAST.get(str(value))
         prep.autocast_dtype = getattr(torch, dtype) if dtype else None
         if value == "fp16" and prep.spec.mode == "train":
             # fp16 gradients underflow without loss scaling; the scaler's inf check syncs.
-            prep.scaler = torch.amp.GradScaler(prep.device.torch_device.type)
+            prep.scaler = torch.amp.GradScaler(prep.device.autocast_type)
 
     def code(self, spec: RunSpec, device: Device) -> list[str]:
         if spec.precision == "tf32":
@@ -87,7 +82,7 @@ class Precision(Lever):
             ]
         if spec.precision not in _AUTOCAST:
             return []
-        kind = device.torch_device.type
+        kind = device.autocast_type
         dtype = f"torch.{_AUTOCAST[spec.precision]}"
         lines = [f'with torch.autocast("{kind}", dtype={dtype}):  # around the forward pass']
         if spec.precision == "fp16" and spec.mode == "train":

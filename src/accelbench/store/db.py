@@ -16,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from ..core.peaks import PeakFigures
 from ..core.result import Result, RunSpec, utc_now
 from ..core.stats import Measurement
 from ..errors import StoreError
@@ -178,8 +179,10 @@ class Store:
             raise StoreError(f"cannot read {self.path}: {exc}") from None
         return [_to_result(row) for row in rows]
 
-    def save_calibration(self, device: str, device_model: str, host: str, peaks: Any) -> None:
-        """Store a device's measured peaks (a peaks.PeakFigures) in its own transaction."""
+    def save_calibration(
+        self, device: str, device_model: str, host: str, peaks: PeakFigures
+    ) -> None:
+        """Store a device's measured peaks in its own transaction."""
         row = (
             utc_now(),
             host,
@@ -199,10 +202,8 @@ class Store:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to {self.path}: {exc}") from None
 
-    def calibrations(self) -> dict[str, Any]:
-        """The newest calibration of each device model, as peaks.PeakFigures."""
-        from ..devices.peaks import PeakFigures
-
+    def calibrations(self) -> dict[str, PeakFigures]:
+        """The newest calibration of each device model."""
         try:
             rows = self._conn.execute("SELECT * FROM calibrations ORDER BY id").fetchall()
         except sqlite3.Error as exc:

@@ -43,7 +43,7 @@ import torch.nn.functional as F
 
 from ..backends.pytorch import build_torch, train_function
 from ..core.result import Result, RunSpec
-from ..devices import Device, find_device
+from ..devices import BASELINE_DEVICE, HOST_DEVICE, OUT_OF_MEMORY, Device, find_device
 from ..devices.fingerprint import fingerprint
 from ..engine.runner import make_spec
 from ..errors import UsageError, one_line
@@ -64,14 +64,12 @@ __all__ = [
     "verify_one",
 ]
 
-BASELINE = ("cpu", "fp32")
+BASELINE = (BASELINE_DEVICE, "fp32")
 CLASSES = 10  # the digits 0-9
 HELD_OUT = 360  # about 20% of the 1,797 images
 SPLIT_SEED = 0
 MIN_BASELINE_ACCURACY = 0.9  # below it the baseline is still learning: runs differ by chance
 FAILED = ("error", "oom", "timeout")
-
-_OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
 
 
 @dataclass(frozen=True)
@@ -172,7 +170,7 @@ def runs_to_verify(
     """The baseline first (the CPU at fp32, listed or not), then every device x precision."""
     cpu = next((d for d in devices if d.is_host), None)
     if cpu is None:
-        cpu = find_device("cpu")
+        cpu = find_device(BASELINE_DEVICE)
     runs = [(cpu, BASELINE[1])]
     for device in devices:
         runs += [(device, p) for p in precisions if (device.name, p) != BASELINE]
@@ -260,7 +258,7 @@ def verify_one(
             base,
             error=f"{device.name} is not available here: {device.reason}",
             environment={
-                **fingerprint(find_device("cpu")),
+                **fingerprint(find_device(HOST_DEVICE)),  # the host ran the command
                 "device": device.name,
                 "device_model": "",
             },
@@ -272,7 +270,7 @@ def verify_one(
     try:
         with device.context():
             trained = train(spec, workload, device, data, settings, on_epoch)
-    except _OUT_OF_MEMORY as exc:
+    except OUT_OF_MEMORY as exc:
         return replace(base, status="oom", error=one_line(exc))
     except Exception as exc:  # a failure is data: the other runs go on
         return replace(base, error=one_line(exc))

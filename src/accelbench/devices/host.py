@@ -1,0 +1,85 @@
+"""Facts read from the host's operating system, without torch: CPU name and flags, memory.
+
+The CPU and MPS backends describe their devices with them, and the environment fingerprint names
+the CPU; none of it needs torch, so reading it costs no torch import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import subprocess
+import sys
+
+__all__ = [
+    "cpu_has_native_bf16",
+    "cpu_model",
+    "macos_major",
+    "peak_rss_resettable",
+    "physical_memory",
+    "proc_status_bytes",
+]
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name, from the OS."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    if sys.platform == "darwin":
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            out = subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=True,
+            )
+            return out.stdout.strip()
+    return platform.processor() or platform.machine()
+
+
+def _cpu_flags() -> set[str]:
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether the CPU has bf16 instructions (without them PyTorch emulates bf16, slowly)."""
+    if platform.machine() == "arm64" and sys.platform == "darwin":
+        return True  # Apple M2 and later have bf16 instructions; M1 emulates (close enough here)
+    return bool(_cpu_flags() & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def physical_memory() -> int | None:
+    """The machine's RAM in bytes, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def proc_status_bytes(key: str) -> int | None:
+    """A memory figure of this process from Linux's /proc/self/status (e.g. VmHWM), in bytes."""
+    with contextlib.suppress(OSError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024  # reported in kB
+    return None
+
+
+def peak_rss_resettable() -> bool:
+    """Whether Linux lets this process reset its peak RSS (VmHWM)."""
+    return os.access("/proc/self/clear_refs", os.W_OK)
+
+
+def macos_major() -> int:
+    """The macOS major version (14 for Sonoma), 0 elsewhere."""
+    version = platform.mac_ver()[0]
+    return int(version.split(".")[0]) if version else 0
