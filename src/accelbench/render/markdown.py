@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from ..analysis.compare import compare
 from ..core.result import Result
-from .rows import HEADERS, row_cells
+from .rows import HEADERS, failures, row_cells
+from .text import label
 
 __all__ = ["markdown_report"]
 
@@ -21,12 +22,10 @@ def markdown_report(results: Sequence[Result]) -> str:
     lines = ["| " + " | ".join(HEADERS) + " |", "|---|---|---|---|---:|---:|---:|---:|"]
     for row in comparison.rows:
         lines.append("| " + " | ".join(_cell(c) for c in row_cells(row)) + " |")
-    # verify results carry no measurement either; they are not failures of a benchmark
-    failed = [r for r in results if r.measurement is None and r.verification is None]
-    for r in failed:
+    for r in failures(results):
         lines.append(
             f"\n- {_cell(r.spec.workload)} on {_cell(r.spec.device)} "
-            f"({_cell(r.spec.label)}): {_cell(r.status)}: {_cell(r.error)}"
+            f"({_cell(label(r.spec))}): {_cell(r.status)}: {_cell(r.error)}"
         )
     lines.append(
         "\nit/s: median over timed its; 95% CI of the median (distribution-free); "
