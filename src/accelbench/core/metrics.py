@@ -59,7 +59,7 @@ __all__ = [
     "Bottleneck",
     "Drift",
     "Flops",
-    "MaxBatch",
+    "MaxBatchSearch",
     "Metrics",
     "OnnxRuntimeFacts",
     "OptimizeTag",
@@ -276,7 +276,7 @@ class Parallel:
 
 
 @dataclass(frozen=True)
-class MaxBatch:
+class MaxBatchSearch:
     """The search for the largest batch that fits in the device's memory."""
 
     largest: int  # `max_batch`: 0 when not even a batch of 1 fitted
@@ -286,7 +286,7 @@ class MaxBatch:
     device_memory: int | None = None  # bytes
 
     @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> MaxBatch | None:
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> MaxBatchSearch | None:
         if MAX_BATCH not in metrics:
             return None
         memory = metrics.get(DEVICE_MEMORY)
@@ -473,8 +473,8 @@ class Metrics:
         return Parallel.from_metrics(self.raw)
 
     @property
-    def max_batch(self) -> MaxBatch | None:
-        return MaxBatch.from_metrics(self.raw)
+    def max_batch(self) -> MaxBatchSearch | None:
+        return MaxBatchSearch.from_metrics(self.raw)
 
     @property
     def onnxruntime(self) -> OnnxRuntimeFacts | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...core.metrics import Drift, MaxBatch, Metrics, OnnxRuntimeFacts, Parallel, Power
+from ...core.metrics import Drift, MaxBatchSearch, Metrics, OnnxRuntimeFacts, Parallel, Power
 from ...core.result import Result
 from ..text import format_bytes, number
 
@@ -84,7 +84,7 @@ def _parallel_note(parallel: Parallel, samples_per_second: float) -> str:
     return text
 
 
-def _max_batch_note(found: MaxBatch) -> str:
+def _max_batch_note(found: MaxBatchSearch) -> str:
     tried = ", ".join(f"{batch} {status}" for batch, status in found.probes)
     memory = format_bytes(found.device_memory)
     text = f"largest batch that fits: {found.largest} (device memory {memory}; tried {tried})"
