@@ -1,6 +1,8 @@
 """Renderers: every row fits its header, and the figures shown are the stored ones."""
 
 import re
+import subprocess
+import sys
 
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
@@ -59,3 +61,53 @@ def test_format_bytes():
     assert format_bytes(None) == "—"
     assert format_bytes(512) == "512 B"
     assert format_bytes(3 * 2**30) == "3.0 GiB"
+
+
+def test_run_table_notes_say_what_the_metrics_hold():
+    metrics = {
+        "power": {"average_watts": 250.0, "joules": 100.0, "seconds": 0.4, "source": "NVML"},
+        "joules_per_sample": 0.0123,
+        "samples_per_s_per_watt": 3.5,
+        "ranks": [{"rank": 0, "device": "cpu", "it_per_s": 1.5}],
+        "world_size": 1,
+        "scaling_unavailable": "the single-process run is missing",
+        "max_batch": 512,
+        "max_batch_probes": [[256, "ok"], [512, "ok"], [1024, "oom"]],
+        "device_memory": 2**34,
+        "drift": {
+            "reference": "fp32",
+            "max_rel_error": 0.0012,
+            "top1_agreement": 0.99,
+            "samples": 64,
+        },
+    }
+    text = run_tables([_result(metrics=metrics)], width=400)
+    assert "250 W on average, 0.0123 J per sample, 3.50 samples/s per watt (NVML)" in text
+    assert (
+        "rank 0 (cpu) 1.50 it/s; no scaling efficiency: the single-process run is missing" in text
+    )
+    assert (
+        "largest batch that fits: 512 (device memory 16.0 GiB; tried 256 ok, 512 ok, 1024 oom)"
+        in text
+    )
+    assert "max relative error 0.0012, top-1 agreement 99.0% of 64 samples" in text
+
+
+def test_rendering_stored_results_imports_no_torch():
+    code = (
+        "import sys\n"
+        "from accelbench.core.result import Result, RunSpec\n"
+        "from accelbench.core.stats import Measurement\n"
+        "from accelbench.analysis.compare import compare\n"
+        "from accelbench.render import html_report, markdown_report\n"
+        "from accelbench.render.console import compare_table, results_table\n"
+        "rs = [Result(spec=RunSpec('mlp', d, 8, 1), status='ok', "
+        "measurement=Measurement((0.1,) * 6)) for d in ('cpu', 'cuda:0')]\n"
+        "text = results_table(rs) + compare_table(compare(rs, 'device'))\n"
+        "text += markdown_report(rs) + html_report(rs)\n"
+        "assert 'img class=\"chart\"' in text\n"
+        "print(sorted(m for m in ('torch', 'torchvision') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

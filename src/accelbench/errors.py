@@ -3,18 +3,34 @@
 Everything the user can cause (a bad name, a bad number, an unreadable file) raises a subclass of
 `AccelbenchError` with a message that fits on one line and names the valid choices. The CLI turns
 it into that line on stderr and exit code 2; anything else reaching the user is a bug.
+
+    AccelbenchError
+    ├── UsageError          a bad option value or combination
+    │   └── MissingDependency   an optional package is not installed (`require`)
+    ├── DeviceError         an unknown or unavailable device
+    ├── WorkloadError       an unknown workload, or one that cannot be built
+    └── StoreError          a results database that cannot be used
 """
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
 __all__ = [
+    "EXTRAS",
     "AccelbenchError",
     "DeviceError",
+    "MissingDependency",
     "StoreError",
     "UsageError",
     "WorkloadError",
     "one_line",
+    "require",
 ]
+
+# pyproject.toml's optional dependencies that bring a feature's packages (a test keeps them equal)
+EXTRAS = ("models", "power", "report", "export", "prune", "verify")
 
 
 class AccelbenchError(Exception):
@@ -35,6 +51,42 @@ class WorkloadError(AccelbenchError):
 
 class StoreError(AccelbenchError):
     """The results database cannot be opened, is not accelbench's, or is too new."""
+
+
+class MissingDependency(UsageError):
+    """An optional package is not installed; the message names the extra that installs it."""
+
+
+def require(module: str, extra: str, purpose: str, package: str = "") -> ModuleType:
+    """Import an optional dependency, or say in one line how to install it.
+
+    `extra` is the accelbench extra that brings it, `purpose` what it is needed for, and
+    `package` its name on PyPI where that differs from the module's (scikit-learn for sklearn):
+    `require("matplotlib", "report", "charts")` raises MissingDependency("matplotlib is needed
+    for charts: pip install 'accelbench[report]'") when matplotlib is missing.
+    """
+    if extra not in EXTRAS:  # a typo here would send users to install an extra that is not there
+        raise ValueError(f"unknown extra {extra!r}; accelbench has {', '.join(EXTRAS)}")
+    name = package or module.partition(".")[0]
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and f"{module}.".startswith(f"{exc.name}."):  # it or a parent
+            raise MissingDependency(
+                f"{name} is needed for {purpose}: pip install 'accelbench[{extra}]'"
+            ) from None
+        raise _broken(name, purpose, exc) from None
+    except ImportError as exc:
+        raise _broken(name, purpose, exc) from None
+
+
+def _broken(name: str, purpose: str, exc: ImportError) -> MissingDependency:
+    """An installed package that fails to import (one of its own dependencies is missing or
+    the wrong version): saying "install it" would send the user the wrong way."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return MissingDependency(
+        f"{name} is installed but does not import, needed for {purpose}: {first}"
+    )
 
 
 def one_line(exc: BaseException) -> str:

@@ -3,7 +3,6 @@ and the report each target fills in."""
 
 from __future__ import annotations
 
-import importlib
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -17,6 +16,7 @@ import torch
 from torch import nn
 
 from ..errors import UsageError
+from ..errors import require as require_package
 from ..workloads import Workload
 
 __all__ = ["ExportReport", "Exportable", "atomic_path", "export_model", "require"]
@@ -102,10 +102,9 @@ def export_model(
 
 
 def require(module: str, package: str, target: str) -> ModuleType:
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise UsageError(f"exporting to {target} needs {package}: pip install {package}") from None
+    """An exporter's package, through `errors.require`: every export package is in the
+    'export' extra. Kept for today's callers; new code calls errors.require itself."""
+    return require_package(module, "export", f"exporting to {target}", package)
 
 
 @contextmanager

@@ -1,4 +1,5 @@
-"""Reports: a self-contained HTML page with charts, a Markdown table, a single chart as PNG."""
+"""Renderers, typed values in and text or PNG bytes out: console tables (`render.console`), a
+Markdown table, a self-contained HTML page and its charts. Printing happens in the CLI."""
 
 from .charts import throughput_chart
 from .html import html_report

@@ -6,13 +6,16 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import levers
+from ..core.metrics import DRIFT, Drift, Metrics, OptimizeTag
 from ..core.result import Result, machine_of
-from ..errors import UsageError
+from ..errors import require
 from ..levers import label
-from ..workflows.optimize import Tolerance
+
+if TYPE_CHECKING:
+    from ..workflows.optimize import Tolerance
 
 __all__ = [
     "ladder_chart",
@@ -25,21 +28,16 @@ __all__ = [
 
 
 def _pyplot() -> Any:
-    try:
-        import matplotlib
-    except ImportError:
-        raise UsageError("charts need matplotlib: pip install matplotlib") from None
+    matplotlib = require("matplotlib", "report", "charts")
     matplotlib.use("Agg")  # no display: draw to memory
-    import matplotlib.pyplot as plt
-
-    return plt
+    return require("matplotlib.pyplot", "report", "charts", package="matplotlib")
 
 
 def _ok(results: Sequence[Result]) -> list[Result]:
     return [r for r in results if r.measurement is not None]
 
 
-def _label(r: Result) -> str:
+def _series_name(r: Result) -> str:
     return f"{machine_of(r.environment)}/{r.spec.device} {label(r.spec)}"
 
 
@@ -75,7 +73,7 @@ def throughput_chart(results: Sequence[Result]) -> bytes | None:
     ok = _ok(results)
     if not ok:
         return None
-    labels = [f"{r.spec.workload}: {_label(r)}" for r in ok]
+    labels = [f"{r.spec.workload}: {_series_name(r)}" for r in ok]
     return _bars("throughput", labels, [r.samples_per_second or 0.0 for r in ok], "samples/s")
 
 
@@ -83,7 +81,7 @@ def memory_chart(results: Sequence[Result]) -> bytes | None:
     ok = [r for r in _ok(results) if r.peak_memory]
     if not ok:
         return None
-    labels = [f"{r.spec.workload}: {_label(r)}" for r in ok]
+    labels = [f"{r.spec.workload}: {_series_name(r)}" for r in ok]
     return _bars("peak memory", labels, [(r.peak_memory or 0) / 2**20 for r in ok], "MiB")
 
 
@@ -94,14 +92,14 @@ def ladder_chart(results: Sequence[Result]) -> bytes | None:
     by_spec = {(machine_of(r.environment), r.spec): r for r in reversed(ok)}
     labels, values = [], []
     for r in ok:
-        if "optimize" in r.metrics:
+        if Metrics(r.metrics).optimize is not None:
             continue  # drawn with its drift by optimize_chart
         eager = levers.eager(r.spec)
         base = by_spec.get((machine_of(r.environment), eager))
         if base is None or base.spec == r.spec or base.measurement is None:
             continue
         assert r.measurement is not None
-        labels.append(f"{r.spec.workload}: {_label(r)}")
+        labels.append(f"{r.spec.workload}: {_series_name(r)}")
         values.append(r.measurement.rate.median / base.measurement.rate.median)
     if not labels:
         return None
@@ -112,7 +110,7 @@ def scaling_chart(results: Sequence[Result]) -> bytes | None:
     """Samples/s against batch size, for configurations measured at two batch sizes or more."""
     series: dict[str, list[tuple[int, float]]] = {}
     for r in _ok(results):
-        key = f"{r.spec.workload}: {_label(replace(r, spec=replace(r.spec, batch_size=0)))}"
+        key = f"{r.spec.workload}: {_series_name(replace(r, spec=replace(r.spec, batch_size=0)))}"
         series.setdefault(key, []).append((r.spec.batch_size, r.samples_per_second or 0.0))
     series = {k: sorted(set(v)) for k, v in series.items() if len({b for b, _ in v}) > 1}
     if not series:
@@ -135,7 +133,7 @@ def parallel_chart(results: Sequence[Result]) -> bytes | None:
     series: dict[str, dict[int, Result]] = {}
     for r in _ok(results):
         one_process = replace(r, spec=levers.find_lever("processes").assign(r.spec, 1))
-        key = f"{r.spec.workload}: {_label(one_process)}"
+        key = f"{r.spec.workload}: {_series_name(one_process)}"
         series.setdefault(key, {}).setdefault(r.spec.processes, r)
     series = {k: v for k, v in series.items() if len(v) > 1}
     if not series:
@@ -168,7 +166,7 @@ def optimize_chart(results: Sequence[Result]) -> bytes | None:
     variants whose drift breaks the ladder's tolerance are drawn in red."""
     ladders: dict[str, list[Result]] = {}
     for r in reversed(_ok(results)):  # oldest first: the ladder's own order
-        if "optimize" in r.metrics:
+        if Metrics(r.metrics).optimize is not None:
             ladders.setdefault(r.sweep, []).append(r)
     ladders = {k: v for k, v in ladders.items() if _baseline(v) is not None}
     if not ladders:
@@ -184,30 +182,45 @@ def optimize_chart(results: Sequence[Result]) -> bytes | None:
     return _png(figure)
 
 
+def _tag(r: Result) -> OptimizeTag:
+    """The ladder's tag on one of its results (the caller picked tagged results only)."""
+    tag = Metrics(r.metrics).optimize
+    assert tag is not None
+    return tag
+
+
 def _baseline(members: list[Result]) -> Result | None:
-    return next((r for r in members if r.metrics["optimize"]["variant"] == "fp32 eager"), None)
+    return next((r for r in members if _tag(r).variant == "fp32 eager"), None)
 
 
-def _drawn_drift(drift: dict[str, Any] | None) -> float:
+def _drawn_drift(drift: Drift | None) -> float:
     """Where a drift bar ends on the log axis: one not finite or not measured at 1 (100%)."""
-    error = (drift or {}).get("max_rel_error")
+    error = drift.max_rel_error if drift else None
     return 1.0 if error is None else max(error, 1e-9)
+
+
+def _tolerance(base: Result) -> Tolerance | None:
+    """The ladder's tolerance as stored with its fp32 eager result."""
+    from ..workflows.optimize import Tolerance  # here: the optimize workflow imports torch
+
+    stored = _tag(base).tolerance
+    return Tolerance(**stored) if stored else None
 
 
 def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> None:
     base = _baseline(members)
     assert base is not None and base.measurement is not None
-    names = [r.metrics["optimize"]["variant"] for r in members]
+    names = [_tag(r).variant for r in members]
     speedups = [
         r.measurement.rate.median / base.measurement.rate.median if r.measurement else 0.0
         for r in members
     ]
-    drifts = [_drawn_drift(r.metrics.get("drift")) for r in members]
-    stored = base.metrics["optimize"].get("tolerance")
-    tolerance = Tolerance(**stored) if stored else None
+    drifts = [_drawn_drift(Metrics(r.metrics).drift) for r in members]
+    tolerance = _tolerance(base)
     colors = [
+        # Tolerance.breach reads the drift as stored
         "#aa3377"
-        if tolerance and r is not base and tolerance.breach(r.metrics.get("drift"))
+        if tolerance and r is not base and tolerance.breach(r.metrics.get(DRIFT))
         else "#4477aa"
         for r in members
     ]

@@ -12,11 +12,12 @@ from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
 from ..analysis.compare import DEVICE, compare
+from ..core.metrics import Metrics
 from ..core.result import Result, machine_of, utc_now
 from ..core.version import __version__
 from ..levers import label
 from . import charts
-from .rows import HEADERS, row_cells
+from .rows import HEADERS, failures, row_cells
 
 __all__ = ["html_report"]
 
@@ -97,7 +98,8 @@ def _comparisons(results: Sequence[Result]) -> str:
         classes = ["", "", "", "", "num", "num", "num", "num"]
         if row.speedup and not row.speedup.significant:
             classes[-1] = "num ns"
-        verdict = row.result.metrics.get("verdict", {}).get("kind", "")
+        bottleneck = Metrics(row.result.metrics).bottleneck
+        verdict = bottleneck.kind if bottleneck else ""
         rows.append([*zip(cells, classes, strict=True), (verdict, "")])
     headers = (*HEADERS, "verdict")
     note = (
@@ -125,8 +127,7 @@ def _charts(results: Sequence[Result]) -> str:
 
 
 def _failures(results: Sequence[Result]) -> str:
-    # verify results carry no measurement either; they are not failures of a benchmark
-    failed = [r for r in results if r.measurement is None and r.verification is None]
+    failed = failures(results)
     if not failed:
         return ""
     rows = [

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from ..analysis.compare import DEVICE, compare
 from ..core.result import Result
 from ..levers import label
-from .rows import HEADERS, row_cells
+from .rows import HEADERS, failures, row_cells
 
 __all__ = ["markdown_report"]
 
@@ -22,9 +22,7 @@ def markdown_report(results: Sequence[Result]) -> str:
     lines = ["| " + " | ".join(HEADERS) + " |", "|---|---|---|---|---:|---:|---:|---:|"]
     for row in comparison.rows:
         lines.append("| " + " | ".join(_cell(c) for c in row_cells(row)) + " |")
-    # verify results carry no measurement either; they are not failures of a benchmark
-    failed = [r for r in results if r.measurement is None and r.verification is None]
-    for r in failed:
+    for r in failures(results):
         lines.append(
             f"\n- {_cell(r.spec.workload)} on {_cell(r.spec.device)} "
             f"({_cell(label(r.spec))}): {_cell(r.status)}: {_cell(r.error)}"

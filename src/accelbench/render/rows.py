@@ -1,10 +1,16 @@
-"""The cells of one comparison row, shared by the HTML and Markdown reports."""
+"""What the HTML and Markdown reports share: a comparison row's cells, and which results failed."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
+from ..analysis.compare import Row
+from ..core.metrics import Metrics
+from ..core.result import Result
 from ..levers import label
+
+__all__ = ["HEADERS", "failures", "row_cells"]
+
 
 HEADERS = (
     "workload",
@@ -18,8 +24,8 @@ HEADERS = (
 )
 
 
-def row_cells(row: Any) -> list[str]:
-    """A compare.Row as text: the figures, and its speedup against the CPU baseline."""
+def row_cells(row: Row) -> list[str]:
+    """A comparison's row as text: the figures, and its speedup against the CPU baseline."""
     r, m = row.result, row.result.measurement
     assert m is not None
     ci = f"{m.rate.ci_low:.4g}–{m.rate.ci_high:.4g}" if m.rate.ci_low is not None else "n/a"
@@ -34,3 +40,9 @@ def row_cells(row: Any) -> list[str]:
         f"{r.samples_per_second or 0:,.0f}",
         versus,
     ]
+
+
+def failures(results: Sequence[Result]) -> list[Result]:
+    """Results that failed or were unsupported. Verify results carry no measurement either,
+    but they are not failures of a benchmark."""
+    return [r for r in results if r.measurement is None and Metrics(r.metrics).verification is None]

@@ -46,7 +46,7 @@ from ..core.result import Result, RunSpec
 from ..devices import BASELINE_DEVICE, HOST_DEVICE, OUT_OF_MEMORY, Device, find_device
 from ..devices.fingerprint import fingerprint
 from ..engine.runner import make_spec
-from ..errors import UsageError, one_line
+from ..errors import UsageError, one_line, require
 from ..levers import unsupported_reason
 from ..workloads import Workload
 
@@ -112,13 +112,8 @@ class Digits:
 
 def load_digits() -> Digits:
     """The digits, split the same way every time."""
-    try:
-        from sklearn.datasets import load_digits as sklearn_digits
-    except ImportError:
-        raise UsageError(
-            "verify trains on scikit-learn's digits: pip install 'accelbench[verify]'"
-        ) from None
-    data = sklearn_digits()
+    datasets = require("sklearn.datasets", "verify", "verify's digits data set", "scikit-learn")
+    data = datasets.load_digits()
     images = torch.tensor(data.images, dtype=torch.float32)[:, None] / 8.0 - 1.0  # 0-16 -> -1-1
     labels = torch.tensor(data.target, dtype=torch.long)
     order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(SPLIT_SEED))

@@ -6,24 +6,12 @@ only when a model is built, with an install hint when missing.
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
-
 import torch
 from torch import nn
 
-from ..errors import WorkloadError
+from ..errors import require
 from . import register
 from .base import Batch, Workload, random_images
-
-
-def _require(module: str, package: str, workload: str) -> ModuleType:
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise WorkloadError(
-            f"workload {workload!r} needs {package}: pip install {package}"
-        ) from None
 
 
 class _TorchvisionClassifier(Workload):
@@ -35,7 +23,7 @@ class _TorchvisionClassifier(Workload):
     sample_unit = "img"
 
     def build_model(self) -> nn.Module:
-        models = _require("torchvision.models", "torchvision", self.name)
+        models = require("torchvision.models", "models", f"workload {self.name!r}", "torchvision")
         model: nn.Module = getattr(models, self.arch)(weights=None, num_classes=self.num_classes)
         return model
 
@@ -82,7 +70,7 @@ class BertBase(Workload):
     )
 
     def build_model(self) -> nn.Module:
-        transformers = _require("transformers", "transformers", self.name)
+        transformers = require("transformers", "models", f"workload {self.name!r}")
         config = transformers.BertConfig(num_labels=self.num_classes)
         model: nn.Module = transformers.BertForSequenceClassification(config)
         return model

@@ -1,0 +1,489 @@
+"""Typed reading of `Result.metrics`, the JSON dict of figures derived beyond timing.
+
+Stored JSON keeps its plain keys (so old databases and export files read unchanged); this module
+names each key once, says its unit and who writes it, and reads each group of keys into a small
+frozen value. Writers use the key constants; readers use `Metrics(result.metrics)`.
+
+Who writes which keys (units are on each value's fields below):
+- engine/runner: setup_s (s), probe, probe_error, drift, power, joules_per_sample,
+  samples_per_s_per_watt, power_warning, power_unavailable, memory_tensors_only
+- analysis/metrics: flops_per_sample (FLOP), achieved_flops (FLOP/s), peak_flops (FLOP/s),
+  peak_source, mfu (a share), verdict (the bottleneck verdict)
+- levers/prune (through the prepared run's info): pruning
+- backends/onnxruntime (the same way): onnxruntime
+- engine/dist: ranks, world_size
+- workflows/benchmark: scaling_efficiency, single_process_samples_per_s, scaling_unavailable;
+  device_memory (bytes) beside engine/maxbatch's max_batch, max_batch_probes,
+  max_batch_limit_reached, max_batch_stopped_by
+- workflows/optimize_plan: optimize (the ladder's variant and tolerance)
+- workflows/verify: verify (its results carry no measurement)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "ACHIEVED_FLOPS",
+    "DEVICE_MEMORY",
+    "DRIFT",
+    "FLOPS_PER_SAMPLE",
+    "JOULES_PER_SAMPLE",
+    "MAX_BATCH",
+    "MAX_BATCH_LIMIT_REACHED",
+    "MAX_BATCH_PROBES",
+    "MAX_BATCH_STOPPED_BY",
+    "MEMORY_TENSORS_ONLY",
+    "MFU",
+    "ONNXRUNTIME",
+    "OPTIMIZE",
+    "PEAK_FLOPS",
+    "PEAK_SOURCE",
+    "POWER",
+    "POWER_UNAVAILABLE",
+    "POWER_WARNING",
+    "PROBE",
+    "PROBE_ERROR",
+    "PRUNING",
+    "RANKS",
+    "SAMPLES_PER_S_PER_WATT",
+    "SCALING_EFFICIENCY",
+    "SCALING_UNAVAILABLE",
+    "SETUP_S",
+    "SINGLE_PROCESS_SAMPLES_PER_S",
+    "VERDICT",
+    "VERIFY",
+    "WORLD_SIZE",
+    "Bottleneck",
+    "Drift",
+    "Flops",
+    "MaxBatchSearch",
+    "Metrics",
+    "OnnxRuntimeFacts",
+    "OptimizeTag",
+    "Parallel",
+    "Power",
+    "Probe",
+    "Pruning",
+    "RankFigures",
+    "Verification",
+]
+
+SETUP_S = "setup_s"
+PROBE = "probe"
+PROBE_ERROR = "probe_error"
+DRIFT = "drift"
+POWER = "power"
+JOULES_PER_SAMPLE = "joules_per_sample"
+SAMPLES_PER_S_PER_WATT = "samples_per_s_per_watt"
+POWER_WARNING = "power_warning"
+POWER_UNAVAILABLE = "power_unavailable"
+FLOPS_PER_SAMPLE = "flops_per_sample"
+ACHIEVED_FLOPS = "achieved_flops"
+PEAK_FLOPS = "peak_flops"
+PEAK_SOURCE = "peak_source"
+MFU = "mfu"
+VERDICT = "verdict"
+MEMORY_TENSORS_ONLY = "memory_tensors_only"
+PRUNING = "pruning"
+RANKS = "ranks"
+WORLD_SIZE = "world_size"
+SCALING_EFFICIENCY = "scaling_efficiency"
+SINGLE_PROCESS_SAMPLES_PER_S = "single_process_samples_per_s"
+SCALING_UNAVAILABLE = "scaling_unavailable"
+MAX_BATCH = "max_batch"
+MAX_BATCH_PROBES = "max_batch_probes"
+MAX_BATCH_LIMIT_REACHED = "max_batch_limit_reached"
+MAX_BATCH_STOPPED_BY = "max_batch_stopped_by"
+DEVICE_MEMORY = "device_memory"
+ONNXRUNTIME = "onnxruntime"
+OPTIMIZE = "optimize"
+VERIFY = "verify"
+
+
+def _group(metrics: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    """The nested object stored under `key`, or None when it is absent or empty."""
+    found = metrics.get(key)
+    return found if isinstance(found, Mapping) and found else None
+
+
+def _number(found: Mapping[str, Any], key: str) -> float | None:
+    value = found.get(key)
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The same configuration timed at a smaller batch (`probe`), for the bottleneck verdict."""
+
+    batch_size: int
+    step_time_s: float  # seconds per step, median
+    blocks: int  # timed blocks behind the median
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> Probe | None:
+        found = _group(metrics, PROBE)
+        if found is None:
+            return None
+        return cls(int(found["batch_size"]), float(found["step_time_s"]), int(found["blocks"]))
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A configuration's outputs against PyTorch fp32's on the same weights and inputs (`drift`).
+
+    Errors are relative to the reference's largest magnitude; `error` says why there is no
+    figure, `not_finite` that the outputs held NaN or infinity (then the errors are None).
+    """
+
+    reference: str = ""
+    max_rel_error: float | None = None
+    max_abs_error: float | None = None
+    top1_agreement: float | None = None  # share of samples whose top-1 class agrees
+    top1_unavailable: str = ""
+    samples: int | None = None
+    not_finite: bool = False
+    error: str = ""
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> Drift | None:
+        found = _group(metrics, DRIFT)
+        return None if found is None else cls.from_record(found)
+
+    @classmethod
+    def from_record(cls, found: Mapping[str, Any]) -> Drift:
+        samples = found.get("samples")
+        return cls(
+            reference=str(found.get("reference", "")),
+            max_rel_error=_number(found, "max_rel_error"),
+            max_abs_error=_number(found, "max_abs_error"),
+            top1_agreement=_number(found, "top1_agreement"),
+            top1_unavailable=str(found.get("top1_unavailable", "")),
+            samples=None if samples is None else int(samples),
+            not_finite=bool(found.get("not_finite", False)),
+            error=str(found.get("error", "")),
+        )
+
+
+@dataclass(frozen=True)
+class Power:
+    """Energy over the timed samples (`power` and the figures beside it)."""
+
+    average_watts: float
+    joules: float  # over the meter's whole interval
+    seconds: float  # the meter's interval
+    source: str  # which counter read it, e.g. NVML or RAPL
+    joules_per_sample: float  # charged by timed seconds, not the meter's interval
+    samples_per_s_per_watt: float
+    warning: str = ""  # `power_warning`: why the figure is rough
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> Power | None:
+        found = _group(metrics, POWER)
+        if found is None:
+            return None
+        return cls(
+            average_watts=float(found["average_watts"]),
+            joules=float(found["joules"]),
+            seconds=float(found["seconds"]),
+            source=str(found["source"]),
+            joules_per_sample=float(metrics[JOULES_PER_SAMPLE]),
+            samples_per_s_per_watt=float(metrics[SAMPLES_PER_S_PER_WATT]),
+            warning=str(metrics.get(POWER_WARNING, "")),
+        )
+
+
+@dataclass(frozen=True)
+class Flops:
+    """FLOPs counted by torch.utils.flop_counter, and model FLOPs utilization."""
+
+    per_sample: float | None = None  # FLOP per sample
+    achieved: float | None = None  # FLOP/s
+    peak: float | None = None  # the device's peak FLOP/s for the precision
+    peak_source: str = ""  # where the peak comes from (datasheet, calibration)
+    mfu: float | None = None  # achieved / peak, a share
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> Flops:
+        return cls(
+            per_sample=_number(metrics, FLOPS_PER_SAMPLE),
+            achieved=_number(metrics, ACHIEVED_FLOPS),
+            peak=_number(metrics, PEAK_FLOPS),
+            peak_source=str(metrics.get(PEAK_SOURCE, "")),
+            mfu=_number(metrics, MFU),
+        )
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    """The bottleneck verdict (`verdict`): launch-, compute- or memory-bound, or undetermined."""
+
+    kind: str
+    explanation: str
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> Bottleneck | None:
+        found = _group(metrics, VERDICT)
+        if found is None:
+            return None
+        return cls(str(found.get("kind", "")), str(found.get("explanation", "")))
+
+
+@dataclass(frozen=True)
+class RankFigures:
+    """One data-parallel process's own figures."""
+
+    rank: int
+    device: str
+    it_per_s: float  # median
+    samples_per_s: float | None = None
+    peak_memory: int | None = None  # bytes
+
+
+@dataclass(frozen=True)
+class Parallel:
+    """A data-parallel run (`ranks`, `world_size`) and its scaling against one process."""
+
+    world_size: int
+    ranks: tuple[RankFigures, ...]
+    scaling_efficiency: float | None = None  # aggregate / (N x one process), a share
+    single_process_samples_per_s: float | None = None
+    scaling_unavailable: str = ""  # why there is no scaling efficiency
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> Parallel | None:
+        if RANKS not in metrics:
+            return None
+        ranks = tuple(
+            RankFigures(
+                rank=int(x["rank"]),
+                device=str(x["device"]),
+                it_per_s=float(x["it_per_s"]),
+                samples_per_s=_number(x, "samples_per_s"),
+                peak_memory=x.get("peak_memory"),
+            )
+            for x in metrics[RANKS]
+        )
+        return cls(
+            world_size=int(metrics[WORLD_SIZE]),
+            ranks=ranks,
+            scaling_efficiency=_number(metrics, SCALING_EFFICIENCY),
+            single_process_samples_per_s=_number(metrics, SINGLE_PROCESS_SAMPLES_PER_S),
+            scaling_unavailable=str(metrics.get(SCALING_UNAVAILABLE, "")),
+        )
+
+
+@dataclass(frozen=True)
+class MaxBatchSearch:
+    """The search for the largest batch that fits in the device's memory."""
+
+    largest: int  # `max_batch`: 0 when not even a batch of 1 fitted
+    probes: tuple[tuple[int, str], ...]  # (batch size, status) in the order tried
+    limit_reached: bool = False  # the search stopped at its own limit, not the memory's
+    stopped_by: str = ""  # an error other than memory that ended the search
+    device_memory: int | None = None  # bytes
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> MaxBatchSearch | None:
+        if MAX_BATCH not in metrics:
+            return None
+        memory = metrics.get(DEVICE_MEMORY)
+        return cls(
+            largest=int(metrics[MAX_BATCH]),
+            probes=tuple((int(b), str(s)) for b, s in metrics.get(MAX_BATCH_PROBES, ())),
+            limit_reached=bool(metrics.get(MAX_BATCH_LIMIT_REACHED, False)),
+            stopped_by=str(metrics.get(MAX_BATCH_STOPPED_BY) or ""),
+            device_memory=None if memory is None else int(memory),
+        )
+
+
+@dataclass(frozen=True)
+class OnnxRuntimeFacts:
+    """How an ONNX Runtime result was made and timed (`onnxruntime`)."""
+
+    version: str = ""
+    exporter: str = ""
+    providers: tuple[str, ...] = ()  # the provider asked for, then its fallbacks
+    timing: str = ""  # what the timed call includes (host-device copies...)
+    caveat: str = ""
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> OnnxRuntimeFacts | None:
+        found = _group(metrics, ONNXRUNTIME)
+        if found is None:
+            return None
+        return cls(
+            version=str(found.get("onnxruntime", "")),
+            exporter=str(found.get("exporter", "")),
+            providers=tuple(found.get("providers", ())),
+            timing=str(found.get("timing", "")),
+            caveat=str(found.get("caveat") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class OptimizeTag:
+    """Marks a result as one variant of an `accelbench optimize` ladder (`optimize`)."""
+
+    variant: str  # the rung's name, e.g. "fp32 eager"
+    tolerance: Mapping[str, float] | None = None  # the ladder's Tolerance fields, as stored
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> OptimizeTag | None:
+        found = _group(metrics, OPTIMIZE)
+        if found is None:
+            return None
+        return cls(str(found["variant"]), found.get("tolerance") or None)
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """What pruning removed (`pruning`)."""
+
+    method: str  # "KIND:AMOUNT"
+    params_before: int
+    params_after: int
+    zero_fraction: float  # share of zeros in the prunable weights
+    flops_per_sample: float | None = None  # FLOP of the pruned model (channel pruning only)
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> Pruning | None:
+        found = _group(metrics, PRUNING)
+        if found is None:
+            return None
+        return cls(
+            method=str(found["method"]),
+            params_before=int(found["params_before"]),
+            params_after=int(found["params_after"]),
+            zero_fraction=float(found["zero_fraction"]),
+            flops_per_sample=_number(found, FLOPS_PER_SAMPLE),
+        )
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What `accelbench verify` recorded (`verify`); such results carry no measurement.
+
+    Losses are mean training losses per epoch (None where not finite); accuracies are held-out
+    shares; deviations are fractions of the CPU fp32 baseline's first-epoch loss.
+    """
+
+    verdict: str = ""  # "baseline", "ok", "diverges", "inconclusive", or a failed run's status
+    reasons: tuple[str, ...] = ()
+    inconclusive_because: str = ""
+    loss_curve: tuple[float | None, ...] | None = None  # None: the run did not train
+    accuracy: float | None = None
+    is_baseline: bool = False
+    accuracy_diff_points: float | None = None  # against the baseline, percentage points
+    max_loss_deviation: float | None = None
+    final_loss_deviation: float | None = None
+    data: str = ""  # the data set, described
+    optimizer: str = ""
+    epochs: int | None = None
+    lr: float | None = None
+    tolerance_points: float = 0.0  # accuracy points a run may differ by
+    loss_tolerance: float = 0.0  # final loss deviation a run may have
+    seed: int | None = None
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> Verification | None:
+        found = metrics.get(VERIFY)
+        if not isinstance(found, Mapping):
+            return None
+        curve = found.get("loss_curve")
+        epochs, seed = found.get("epochs"), found.get("seed")
+        return cls(
+            verdict=str(found.get("verdict", "")),
+            reasons=tuple(found.get("reasons", ())),
+            inconclusive_because=str(found.get("inconclusive_because") or ""),
+            loss_curve=None if curve is None else tuple(_optional_float(x) for x in curve),
+            accuracy=_number(found, "accuracy"),
+            is_baseline=bool(found.get("is_baseline", False)),
+            accuracy_diff_points=_number(found, "accuracy_diff_points"),
+            max_loss_deviation=_number(found, "max_loss_deviation"),
+            final_loss_deviation=_number(found, "final_loss_deviation"),
+            data=str(found.get("data", "")),
+            optimizer=str(found.get("optimizer", "")),
+            epochs=None if epochs is None else int(epochs),
+            lr=_number(found, "lr"),
+            tolerance_points=float(found.get("tolerance_points", 0.0)),
+            loss_tolerance=float(found.get("loss_tolerance", 0.0)),
+            seed=None if seed is None else int(seed),
+        )
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """A result's metrics read through typed accessors: `Metrics(result.metrics).power`.
+
+    Each accessor returns its group's value, or None (an empty text, for the reasons) when the
+    result has none.
+    """
+
+    raw: Mapping[str, Any]
+
+    @property
+    def setup_s(self) -> float | None:
+        return _number(self.raw, SETUP_S)
+
+    @property
+    def probe(self) -> Probe | None:
+        return Probe.from_metrics(self.raw)
+
+    @property
+    def probe_error(self) -> str:
+        return str(self.raw.get(PROBE_ERROR, ""))
+
+    @property
+    def drift(self) -> Drift | None:
+        return Drift.from_metrics(self.raw)
+
+    @property
+    def power(self) -> Power | None:
+        return Power.from_metrics(self.raw)
+
+    @property
+    def power_unavailable(self) -> str:
+        return str(self.raw.get(POWER_UNAVAILABLE, ""))
+
+    @property
+    def flops(self) -> Flops:
+        return Flops.from_metrics(self.raw)
+
+    @property
+    def bottleneck(self) -> Bottleneck | None:
+        return Bottleneck.from_metrics(self.raw)
+
+    @property
+    def memory_tensors_only(self) -> bool:
+        return bool(self.raw.get(MEMORY_TENSORS_ONLY, False))
+
+    @property
+    def pruning(self) -> Pruning | None:
+        return Pruning.from_metrics(self.raw)
+
+    @property
+    def parallel(self) -> Parallel | None:
+        return Parallel.from_metrics(self.raw)
+
+    @property
+    def max_batch(self) -> MaxBatchSearch | None:
+        return MaxBatchSearch.from_metrics(self.raw)
+
+    @property
+    def onnxruntime(self) -> OnnxRuntimeFacts | None:
+        return OnnxRuntimeFacts.from_metrics(self.raw)
+
+    @property
+    def optimize(self) -> OptimizeTag | None:
+        return OptimizeTag.from_metrics(self.raw)
+
+    @property
+    def verification(self) -> Verification | None:
+        return Verification.from_metrics(self.raw)

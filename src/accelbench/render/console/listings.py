@@ -1,0 +1,81 @@
+"""What is here to benchmark on and with: devices, workloads, and the devices' measured peaks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..text import format_bytes, number
+from .table import new_table, render_table
+
+if TYPE_CHECKING:  # the types only: importing devices or workloads imports torch
+    from ...devices import Device
+    from ...devices.peaks import PeakFigures
+    from ...workloads import Workload
+
+__all__ = ["calibration_table", "devices_table", "workloads_table"]
+
+
+def devices_table(devices: Sequence[Device], width: int = 120) -> str:
+    headers = ("device", "available", "model", "memory", "precisions", "details")
+    table = new_table("devices PyTorch can see from here", headers)
+    for d in devices:
+        table.add_row(
+            d.name,
+            "yes" if d.available else f"no: {d.reason}",
+            d.model,
+            format_bytes(d.total_memory),
+            ", ".join(d.dtypes.names()) if d.available else "",
+            "; ".join([f"{k} {v}" for k, v in d.details] + ([d.caveat] if d.caveat else [])),
+        )
+    return render_table(table, width=width)
+
+
+def workloads_table(workloads: Sequence[Workload], width: int = 120) -> str:
+    headers = ("name", "batch", "input shape", "steps per it", "default its", "description")
+    table = new_table("workloads", headers)
+    for w in workloads:
+        table.add_row(
+            w.name,
+            str(w.batch_size),
+            "x".join(map(str, w.input_shape)),
+            str(w.steps_per_block),
+            str(w.default_blocks) if w.default_blocks else "stop rule",
+            w.description,
+        )
+    return render_table(table, width=width)
+
+
+_CALIBRATED_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+
+
+def calibration_table(
+    rows: Sequence[tuple[Device, PeakFigures, PeakFigures | None]], width: int = 120
+) -> str:
+    """Measured peaks beside the published ones (rows of device, measured, published)."""
+    headers = ("device", "model", *_CALIBRATED_PRECISIONS, "bandwidth")
+    table = new_table("calibration: measured (published)", headers, left_columns=2)
+    for device, measured, published in rows:
+        cells = [
+            _pair(
+                measured.flops.get(precision),
+                published.flops.get(precision) if published else None,
+                1e12,
+                "TFLOP/s",
+            )
+            for precision in _CALIBRATED_PRECISIONS
+        ]
+        cells.append(
+            _pair(measured.bandwidth, published.bandwidth if published else None, 1e9, "GB/s")
+        )
+        table.add_row(device.name, device.model, *cells)
+    notes = [f"{d.name}: {m.source}" for d, m, _ in rows]
+    notes += [f"{d.name} published: {p.source}" for d, _, p in rows if p]
+    return render_table(table, notes, width)
+
+
+def _pair(measured: float | None, published: float | None, scale: float, unit: str) -> str:
+    if measured is None:
+        return "—"
+    text = f"{number(measured / scale)} {unit}"
+    return f"{text} ({number(published / scale)})" if published else text

@@ -1,0 +1,116 @@
+"""`accelbench optimize`'s table: the ladder, what did not pay and why, and the recommendation
+with the code that applies it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ...core.metrics import Metrics
+from ...levers import label
+from ..text import format_bytes, number
+from .run_notes import onnxruntime_note
+from .table import new_table, render_table
+
+if TYPE_CHECKING:  # the types only: the optimize workflow imports torch
+    from ...workflows.optimize import Verdict
+    from ...workflows.optimize_plan import Ladder
+
+__all__ = ["optimize_table"]
+
+_OPTIMIZE_HEADERS = (
+    "variant",
+    "samples/s",
+    "vs fp32 eager (95% CI)",
+    "peak memory",
+    "max rel. error",
+    "top-1 agree",
+    "within tolerance",
+)
+
+
+def optimize_table(
+    verdicts: Sequence[Verdict], chosen: Verdict, ladder: Ladder, width: int = 120
+) -> str:
+    """The ladder as a table, what did not pay and why, and the recommendation with its code."""
+    from ...workflows.optimize import settings_code
+
+    base = verdicts[0].result.spec
+    title = (
+        f"accelbench optimize: {base.workload} {base.mode} b{base.batch_size} on "
+        f"{ladder.device.name}"
+    )
+    table = new_table(title, _OPTIMIZE_HEADERS, left_columns=1)
+    notes: list[str] = []
+    for v in verdicts:
+        table.add_row(v.rung.name, *_optimize_cells(v))
+        notes += _rung_notes(v)
+    notes += [f"not tried: {lever}: {why}" for lever, why in ladder.not_tried.items()]
+    notes += _backend_notes(verdicts)
+    tolerance = ladder.tolerance
+    notes.append(
+        f"drift: outputs against the fp32 model's on the benchmark's batch (same weights); "
+        f"tolerance: max relative error {tolerance.max_rel_error:g}, top-1 agreement "
+        f"{tolerance.min_top1:.0%} or more (classifiers)"
+    )
+    if ladder.device.caveat:
+        notes.append(ladder.device.caveat)
+    notes += _recommendation(chosen, verdicts[0], settings_code(chosen.result.spec, ladder.device))
+    return render_table(table, notes, width)
+
+
+def _rung_notes(v: Verdict) -> list[str]:
+    """Why a rung failed or was refused, and what it should be known for."""
+    notes = []
+    if v.result.measurement is None:
+        notes.append(f"{v.rung.name}: {v.result.status}: {v.result.error}")
+    elif v.refused:
+        notes.append(f"{v.rung.name}: refused: {v.refused}")
+    if v.note:
+        notes.append(f"{v.rung.name}: {v.note}")
+    return notes
+
+
+def _backend_notes(verdicts: Sequence[Verdict]) -> list[str]:
+    """How ONNX Runtime rows were timed and their memory read, which differs from PyTorch's."""
+    notes = []
+    for v in verdicts:
+        r = v.result
+        ort = Metrics(r.metrics).onnxruntime
+        if ort and r.measurement is not None:
+            notes.append(f"{v.rung.name}: {onnxruntime_note(ort, r.peak_memory_meaning)}")
+    return notes
+
+
+def _optimize_cells(v: Verdict) -> list[str]:
+    r = v.result
+    if r.measurement is None:
+        return [r.status.upper(), "", "", "", "", ""]
+    drift = Metrics(r.metrics).drift
+    top1 = drift.top1_agreement if drift else None
+    error = drift.max_rel_error if drift else None
+    baseline = v.baseline
+    return [
+        number(r.samples_per_second or 0),
+        "1.00x (baseline)" if baseline else (v.speedup.text() if v.speedup else "—"),
+        format_bytes(r.peak_memory),
+        "not finite"
+        if drift and drift.not_finite
+        else (f"{error:.2g}" if error is not None else "—"),
+        f"{top1:.1%}" if top1 is not None else "—",
+        "baseline" if baseline else ("no" if v.refused else "yes"),
+    ]
+
+
+def _recommendation(chosen: Verdict, baseline: Verdict, code: list[str]) -> list[str]:
+    if baseline.result.measurement is None:
+        return ["no recommendation: fp32 eager, the baseline, did not run"]
+    if chosen is baseline:
+        head = "recommendation: stay with fp32 eager: no variant within tolerance is faster " + (
+            "with its 95% CI above 1"
+        )
+    else:
+        assert chosen.speedup is not None  # recommend() takes only variants with a speedup
+        head = f"recommendation: {chosen.rung.name}, {chosen.speedup.text()} over fp32 eager"
+        head += f" (accelbench configuration: {label(chosen.result.spec)})"
+    return [head, *(f"    {line}" for line in code)]

@@ -1,0 +1,109 @@
+"""`accelbench run`'s tables: one per workload, a row per configuration, and notes below."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ...core.metrics import Metrics
+from ...core.result import Result
+from ...devices.kinds import BASELINE_DEVICE, is_baseline
+from ...levers import label
+from ..text import format_bytes, format_seconds, interval, number
+from .run_notes import derived_notes
+from .table import new_table, render_table
+
+__all__ = ["run_tables"]
+
+_RUN_HEADERS = (
+    "device",
+    "model",
+    "configuration",
+    "it/s",
+    "IQR",
+    "95% CI",
+    "samples/s",
+    "step time",
+    "TFLOP/s",
+    "MFU",
+    "peak memory",
+    "first it",
+    "vs CPU",
+)
+
+
+def run_tables(results: Sequence[Result], width: int = 120) -> str:
+    """Seed 000's table, done right: one table per workload, a row per configuration."""
+    by_workload: dict[str, list[Result]] = {}
+    for r in results:
+        by_workload.setdefault(r.spec.workload, []).append(r)
+    return "".join(_run_table(name, rows, width) for name, rows in by_workload.items())
+
+
+def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
+    table = new_table(f"accelbench: {workload}", _RUN_HEADERS, left_columns=3)
+    baseline = {  # "vs CPU": the same configuration on the baseline device
+        r.spec: r.measurement.rate.median
+        for r in results
+        if is_baseline(r.spec.device) and r.measurement
+    }
+    notes: dict[str, list[str]] = {}  # note -> the configurations (or devices) it is about
+    for r in results:
+        who = f"{r.spec.device} {label(r.spec)}"
+        head = (r.spec.device, r.environment.get("device_model", ""), label(r.spec))
+        if r.measurement is None:
+            table.add_row(*head, r.status.upper(), *[""] * (len(_RUN_HEADERS) - 4))
+            notes.setdefault(f"{r.status}: {r.error}", []).append(who)
+            continue
+        on_baseline = baseline.get(replace(r.spec, device=BASELINE_DEVICE))
+        table.add_row(*head, *_figures(r, on_baseline))
+        for note in [*r.measurement.warnings, *derived_notes(r)]:
+            notes.setdefault(note, []).append(who)
+        for note in _device_notes(r):
+            notes.setdefault(note, []).append(r.spec.device)
+    lines = [_legend(results)]
+    for note, whos in notes.items():
+        unique = list(dict.fromkeys(whos))
+        lines.append(f"{'all' if len(whos) == len(results) else '; '.join(unique)}: {note}")
+    return render_table(table, lines, width)
+
+
+def _device_notes(r: Result) -> list[str]:
+    """What holds for every result of the device: its caveat, what its memory figure means."""
+    notes = [
+        r.environment.get("caveat", ""),
+        f"peak memory is the {r.peak_memory_meaning}",
+        Metrics(r.metrics).power_unavailable,
+    ]
+    return [note for note in notes if note]
+
+
+def _figures(r: Result, cpu_rate: float | None) -> list[str]:
+    """The measured columns of one row of the run table."""
+    m, flops = r.measurement, Metrics(r.metrics).flops
+    assert m is not None
+    return [
+        number(m.rate.median),
+        number(m.rate.iqr),
+        interval(m.rate),
+        number(m.rate.median * r.samples_per_block),
+        format_seconds(m.time.median / r.spec.steps_per_block),
+        number(flops.achieved / 1e12) if flops.achieved is not None else "—",
+        f"{flops.mfu:.1%}" if flops.mfu is not None else "—",
+        format_bytes(r.peak_memory),
+        format_seconds(m.warmup[0]) if m.warmup else "—",
+        f"{m.rate.median / cpu_rate:.2f}x" if cpu_rate else "—",
+    ]
+
+
+def _legend(results: Sequence[Result]) -> str:
+    if not any(r.measurement for r in results):
+        return ""
+    return (
+        "it = the workload's steps per it on one fixed batch; it/s is the median over timed its "
+        "(warm-up excluded), the device synchronized at each it's boundaries; IQR and a "
+        "distribution-free 95% CI of the median; step time = median it time / steps per it; "
+        "TFLOP/s from FLOPs counted by torch.utils.flop_counter; MFU against the device's "
+        "peak for the precision; first it = the first warm-up it (compilation, autotuning); "
+        "vs CPU = ratio of medians against the same configuration on the CPU."
+    )

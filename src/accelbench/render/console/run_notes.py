@@ -1,0 +1,95 @@
+"""The sentences below a run table: what a result's metrics say beyond its row."""
+
+from __future__ import annotations
+
+from ...core.metrics import Drift, MaxBatchSearch, Metrics, OnnxRuntimeFacts, Parallel, Power
+from ...core.result import Result
+from ..text import format_bytes, number
+
+__all__ = ["derived_notes", "drift_note", "onnxruntime_note"]
+
+
+def derived_notes(r: Result) -> list[str]:
+    """The verdict, the energy, MFU's peak, parallelism, max batch, drift and ONNX Runtime
+    figures of one result, as sentences."""
+    metrics = Metrics(r.metrics)
+    bottleneck, flops = metrics.bottleneck, metrics.flops
+    notes = [bottleneck.explanation] if bottleneck else []
+    if power := metrics.power:
+        notes += _power_notes(power)
+    if flops.peak is not None:
+        notes.append(f"MFU against {number(flops.peak / 1e12)} TFLOP/s ({flops.peak_source})")
+    if parallel := metrics.parallel:
+        notes.append(_parallel_note(parallel, r.samples_per_second or 0))
+    if max_batch := metrics.max_batch:
+        notes.append(_max_batch_note(max_batch))
+    if metrics.probe_error:
+        notes.append(f"no verdict: the smaller-batch probe failed: {metrics.probe_error}")
+    if drift := metrics.drift:
+        notes.append(drift_note(drift))
+    if ort := metrics.onnxruntime:
+        notes.append(
+            f"onnxruntime {ort.version}, providers {', '.join(ort.providers)}; "
+            f"timed: {ort.timing}" + _caveat(ort)
+        )
+    return notes
+
+
+def _power_notes(power: Power) -> list[str]:
+    said = (
+        f"{power.average_watts:.0f} W on average, {power.joules_per_sample:.3g} J "
+        f"per sample, {number(power.samples_per_s_per_watt)} samples/s per watt "
+        f"({power.source})"
+    )
+    return [said, power.warning] if power.warning else [said]
+
+
+def onnxruntime_note(ort: OnnxRuntimeFacts, peak_memory_meaning: str) -> str:
+    """How an ONNX Runtime result was timed and its memory read, which differs from PyTorch."""
+    return f"timed as {ort.timing}; peak memory is the {peak_memory_meaning}" + _caveat(ort)
+
+
+def _caveat(ort: OnnxRuntimeFacts) -> str:
+    return f"; {ort.caveat}" if ort.caveat else ""
+
+
+def drift_note(drift: Drift) -> str:
+    """A variant's drift from the fp32 model, as a sentence."""
+    if drift.error:
+        return f"no drift figure: {drift.error}"
+    if drift.not_finite:
+        return f"drift from {drift.reference}: the outputs hold NaN or infinity"
+    text = f"drift from {drift.reference}: max relative error {drift.max_rel_error:.2g}"
+    if drift.top1_agreement is not None:
+        text += f", top-1 agreement {drift.top1_agreement:.1%} of {drift.samples} samples"
+    return text
+
+
+def _parallel_note(parallel: Parallel, samples_per_second: float) -> str:
+    ranks = ", ".join(
+        f"rank {x.rank} ({x.device}) {number(x.it_per_s)} it/s" for x in parallel.ranks
+    )
+    text = (
+        f"{parallel.world_size} data-parallel processes, aggregate "
+        f"{number(samples_per_second)} samples/s; {ranks}"
+    )
+    single = parallel.single_process_samples_per_s
+    if parallel.scaling_efficiency is not None and single is not None:
+        text += (
+            f"; scaling efficiency {parallel.scaling_efficiency:.1%} of "
+            f"{parallel.world_size} x {number(single)} samples/s (one process)"
+        )
+    elif parallel.scaling_unavailable:
+        text += f"; no scaling efficiency: {parallel.scaling_unavailable}"
+    return text
+
+
+def _max_batch_note(found: MaxBatchSearch) -> str:
+    tried = ", ".join(f"{batch} {status}" for batch, status in found.probes)
+    memory = format_bytes(found.device_memory)
+    text = f"largest batch that fits: {found.largest} (device memory {memory}; tried {tried})"
+    if found.limit_reached:
+        text += "; the search stopped at its limit, not at the memory's"
+    if found.stopped_by:
+        text += f"; stopped by {found.stopped_by}"
+    return text

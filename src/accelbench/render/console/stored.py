@@ -1,0 +1,130 @@
+"""Tables of stored results: `accelbench results`, `compare --by` and `compare --baseline`.
+
+Nothing here imports torch, so that commands that only read the store need not pay for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...analysis.compare import Change, Comparison
+from ...core.metrics import Metrics
+from ...core.result import Result
+from ...levers import label
+from ..text import interval, number
+from .table import new_table, render_table
+
+__all__ = ["changes_table", "compare_table", "results_table"]
+
+_RESULTS_HEADERS = (
+    "id",
+    "when (UTC)",
+    "workload",
+    "device",
+    "model",
+    "configuration",
+    "it/s",
+    "95% CI",
+    "samples/s",
+    "status",
+    "host",
+)
+
+
+def results_table(results: Sequence[Result], width: int = 120) -> str:
+    table = new_table(f"{len(results)} stored result(s), newest first", _RESULTS_HEADERS)
+    for r in results:
+        m = r.measurement
+        table.add_row(
+            str(r.id),
+            r.created_at.replace("T", " ").removesuffix("+00:00"),
+            r.spec.workload,
+            r.spec.device,
+            r.environment.get("device_model", ""),
+            label(r.spec),
+            number(m.rate.median) if m else "—",
+            interval(m.rate) if m else "—",
+            number(m.rate.median * r.samples_per_block) if m else "—",
+            _status(r),
+            r.environment.get("host", ""),
+        )
+    return render_table(table, width=width)
+
+
+def _status(r: Result) -> str:
+    """A stored result's status; a verify result's verdict and accuracy with it."""
+    status = r.status if r.status == "ok" else f"{r.status}: {r.error}"
+    facts = Metrics(r.metrics).verification
+    if facts is None:
+        return status
+    if r.status != "ok":
+        return f"verify {status}"
+    return f"verify {facts.verdict or '?'}: {facts.accuracy or 0:.1%} held-out"
+
+
+def compare_table(comparison: Comparison, width: int = 120) -> str:
+    """Each result beside its group's baseline."""
+    by = comparison.by
+    headers = (
+        "workload",
+        "configuration",
+        by,
+        "it/s",
+        "95% CI",
+        "samples/s",
+        f"vs {comparison.baseline_value or 'baseline'} [95% CI]",
+    )
+    table = new_table(f"compared by {by}", headers, left_columns=3)
+    for row in comparison.rows:
+        r, m = row.result, row.result.measurement
+        assert m is not None  # a comparison holds measured results only
+        versus = row.speedup.text() if row.speedup else ("baseline" if row.baseline is r else "—")
+        table.add_row(
+            r.spec.workload,
+            label(r.spec),
+            row.value,
+            number(m.rate.median),
+            interval(m.rate),
+            number(m.rate.median * r.samples_per_block),
+            versus,
+        )
+    notes = [
+        "speedup = ratio of median samples/s; its 95% CI is a bootstrap over the raw samples; "
+        "(n.s.) marks a difference the interval cannot tell from none"
+    ]
+    if not comparison.rows:
+        notes = ["no results match: nothing to compare (check the filters)"]
+    return render_table(table, notes, width)
+
+
+_CHANGES_HEADERS = (
+    "workload",
+    "device",
+    "configuration",
+    "baseline it/s",
+    "candidate it/s",
+    "candidate / baseline [95% CI]",
+    "verdict",
+)
+
+
+def changes_table(changes: Sequence[Change], threshold: float, width: int = 120) -> str:
+    """Candidate against baseline, configuration by configuration, regressions marked."""
+    title = f"regression check (threshold {threshold:.0%})"
+    table = new_table(title, _CHANGES_HEADERS, left_columns=3)
+    for c in changes:
+        faster = c.speedup is not None and c.speedup.significant and c.speedup.ratio > 1
+        verdict = "REGRESSION" if c.regression else ("faster" if faster else "ok")
+        base, cand = c.baseline.measurement, c.candidate.measurement
+        assert base is not None  # only measured baselines are matched
+        table.add_row(
+            c.spec.workload,
+            c.spec.device,
+            label(c.spec),
+            number(base.rate.median),
+            number(cand.rate.median) if cand else c.candidate.status.upper(),
+            c.speedup.text() if c.speedup else f"failed: {c.candidate.error}",
+            verdict,
+        )
+    notes = [] if changes else ["no configuration of the baseline run is in the candidate run"]
+    return render_table(table, notes, width)

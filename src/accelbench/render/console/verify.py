@@ -1,0 +1,90 @@
+"""`accelbench verify`'s table: each run against the CPU fp32 baseline, and why not ok."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...core.metrics import Metrics, Verification
+from ...core.result import Result
+from .table import new_table, render_table
+
+__all__ = ["verify_table"]
+
+_VERIFY_HEADERS = (
+    "device",
+    "precision",
+    "final loss",
+    "held-out accuracy",
+    "vs CPU fp32",
+    "max loss deviation",
+    "verdict",
+)
+
+
+def verify_table(results: Sequence[Result], notes: Sequence[str] = (), width: int = 120) -> str:
+    """`accelbench verify`'s results: each run against the CPU fp32 baseline, and why not ok."""
+    workload = results[0].spec.workload if results else ""
+    table = new_table(f"accelbench verify: {workload}", _VERIFY_HEADERS, left_columns=2)
+    table.columns[-1].justify = "left"  # the verdict is words
+    curves, said = [], list(notes)
+    for r in results:
+        facts = Metrics(r.metrics).verification or Verification()
+        table.add_row(r.spec.device, r.spec.precision, *_verify_cells(r, facts))
+        if r.status == "ok" and facts.loss_curve is not None:
+            curve = " ".join(map(_loss, facts.loss_curve))
+            curves.append(f"  {r.spec.device} {r.spec.precision}: {curve}")
+        because = facts.inconclusive_because
+        if because and f"INCONCLUSIVE: {because}" not in said:  # the same for every run
+            said.append(f"INCONCLUSIVE: {because}")
+    if results:
+        said.append(_verify_legend(results[0]))
+    if curves:
+        said += ["loss per epoch:", *curves]
+    return render_table(table, said, width)
+
+
+def _verify_cells(r: Result, facts: Verification) -> list[str]:
+    """final loss, accuracy, its difference, the largest loss deviation, the verdict"""
+    if r.status != "ok" or not facts.loss_curve:
+        return ["—"] * 4 + [_verdict(r, facts)]
+    gap = facts.max_loss_deviation
+    return [
+        _loss(facts.loss_curve[-1]),
+        "—" if facts.accuracy is None else f"{facts.accuracy:.1%}",
+        "baseline" if facts.is_baseline else _signed(facts.accuracy_diff_points, " points"),
+        "—" if gap is None else f"{gap:.1%}",
+        _verdict(r, facts),
+    ]
+
+
+def _verify_legend(first: Result) -> str:
+    facts = Metrics(first.metrics).verification or Verification()
+    optimizer = f" with {facts.optimizer}" if facts.optimizer else ""
+    epochs = "?" if facts.epochs is None else facts.epochs
+    return (
+        f"{facts.data or 'digits'}; {epochs} epochs at batch "
+        f"{first.spec.batch_size}{optimizer}, the same initial weights and batch order on every "
+        "run; loss = mean training loss of the epoch; loss deviation = difference from CPU "
+        "fp32's loss at the same epoch, as a fraction of CPU fp32's first-epoch loss; "
+        f"tolerances: {facts.tolerance_points:g} accuracy points, final loss "
+        f"{facts.loss_tolerance:.0%}"
+    )
+
+
+def _loss(x: float | None) -> str:
+    return "not finite" if x is None else f"{x:.4g}"
+
+
+def _signed(x: float | None, unit: str) -> str:
+    return "—" if x is None else f"{x:+.1f}{unit}"
+
+
+def _verdict(r: Result, facts: Verification) -> str:
+    if r.status != "ok":
+        return f"{r.status.upper()}: {r.error}"
+    reasons = "; ".join(facts.reasons)
+    if facts.verdict == "diverges":
+        return f"DIVERGES: {reasons}"
+    if facts.verdict == "inconclusive":  # why is said once, below the table
+        return f"INCONCLUSIVE (differs anyway: {reasons})" if reasons else "INCONCLUSIVE"
+    return facts.verdict or "?"

@@ -1,0 +1,122 @@
+"""Typed metrics: each group reads what its writer stores, absent groups read as None, and a
+stored result reads the same after a trip through the database."""
+
+from __future__ import annotations
+
+import torch
+
+from accelbench.analysis.drift import compare_outputs
+from accelbench.core import metrics as keys
+from accelbench.core.metrics import (
+    Bottleneck,
+    Drift,
+    Flops,
+    MaxBatchSearch,
+    Metrics,
+    Parallel,
+    Power,
+    RankFigures,
+    Verification,
+)
+from accelbench.core.result import Result, RunSpec
+from accelbench.core.stats import Measurement
+from accelbench.devices.power import PowerReading
+from accelbench.engine.maxbatch import MaxBatch
+from accelbench.store.db import Store
+
+
+def _result(metrics: dict[str, object]) -> Result:
+    return Result(
+        spec=RunSpec("mlp", "cpu", 8, 1),
+        status="ok",
+        measurement=Measurement((0.1,) * 6),
+        metrics=metrics,
+    )
+
+
+def test_nothing_recorded_reads_as_none():
+    metrics = Metrics({})
+    assert metrics.probe is None and metrics.drift is None and metrics.power is None
+    assert metrics.parallel is None and metrics.max_batch is None and metrics.pruning is None
+    assert metrics.onnxruntime is None and metrics.optimize is None and metrics.bottleneck is None
+    assert metrics.verification is None and metrics.setup_s is None
+    assert metrics.flops == Flops() and metrics.power_unavailable == ""
+    assert not metrics.memory_tensors_only
+
+
+def test_drift_reads_what_compare_outputs_writes():
+    reference = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    written = compare_outputs(reference, reference * 1.01, classifier=True)
+    drift = Metrics({keys.DRIFT: written}).drift
+    assert drift is not None and drift.samples == 2 and drift.top1_agreement == 1.0
+    assert abs((drift.max_rel_error or 0) - 0.01) < 1e-6 and not drift.not_finite
+    broken = compare_outputs(reference, reference * float("nan"), classifier=False)
+    read = Drift.from_record(broken)
+    assert read.not_finite and read.max_rel_error is None and read.top1_unavailable
+    assert Drift.from_record({"error": "RuntimeError: no"}).error == "RuntimeError: no"
+
+
+def test_power_reads_the_reading_and_the_figures_beside_it():
+    reading = PowerReading(average_watts=200.0, joules=80.0, seconds=0.4, samples=2, source="x")
+    stored = {
+        keys.POWER: reading.to_dict(),
+        keys.JOULES_PER_SAMPLE: 0.5,
+        keys.SAMPLES_PER_S_PER_WATT: 2.0,
+        keys.POWER_WARNING: "rough",
+    }
+    assert Metrics(stored).power == Power(200.0, 80.0, 0.4, "x", 0.5, 2.0, "rough")
+
+
+def test_max_batch_reads_what_the_search_writes():
+    found = MaxBatch(_result({}), ((8, "ok"), (16, "oom")), limit_reached=True)
+    stored = {**found.to_metrics(), keys.DEVICE_MEMORY: 2**30}
+    search = Metrics(stored).max_batch
+    assert search == MaxBatchSearch(8, ((8, "ok"), (16, "oom")), True, "", 2**30)
+
+
+def test_flops_parallel_and_the_bottleneck_verdict():
+    stored = {
+        keys.ACHIEVED_FLOPS: 2e12,
+        keys.PEAK_FLOPS: 4e12,
+        keys.PEAK_SOURCE: "datasheet",
+        keys.MFU: 0.5,
+        keys.VERDICT: {"kind": "compute-bound", "explanation": "because"},
+        keys.RANKS: [{"rank": 0, "device": "cpu", "it_per_s": 3.0, "samples_per_s": 24.0}],
+        keys.WORLD_SIZE: 1,
+        keys.SCALING_UNAVAILABLE: "missing",
+    }
+    metrics = Metrics(stored)
+    assert metrics.flops == Flops(None, 2e12, 4e12, "datasheet", 0.5)
+    assert metrics.bottleneck == Bottleneck("compute-bound", "because")
+    assert metrics.parallel == Parallel(
+        1, (RankFigures(0, "cpu", 3.0, 24.0),), scaling_unavailable="missing"
+    )
+
+
+def test_verification_keeps_a_loss_that_was_not_finite():
+    facts = {"verdict": "diverges", "reasons": ["loss"], "loss_curve": [2.0, None], "epochs": 2}
+    verified = Metrics({keys.VERIFY: facts}).verification
+    assert verified == Verification(
+        verdict="diverges", reasons=("loss",), loss_curve=(2.0, None), epochs=2
+    )
+
+
+def test_metrics_read_the_same_after_the_database(tmp_path):
+    stored = {
+        keys.SETUP_S: 1.5,
+        keys.PROBE: {"batch_size": 2, "step_time_s": 0.01, "blocks": 5},
+        keys.OPTIMIZE: {"variant": "fp32 eager", "tolerance": {"max_rel_error": 0.05}},
+        keys.ONNXRUNTIME: {"onnxruntime": "1.30", "providers": ["CPUExecutionProvider"]},
+        keys.MEMORY_TENSORS_ONLY: True,
+    }
+    with Store(tmp_path / "r.db") as store:
+        saved = store.save(_result(stored))
+        (read,) = store.results()
+    assert saved.metrics == stored
+    before, after = Metrics(stored), Metrics(read.metrics)
+    for name in ("setup_s", "probe", "optimize", "onnxruntime", "memory_tensors_only"):
+        assert getattr(before, name) == getattr(after, name)
+    assert after.onnxruntime is not None and after.onnxruntime.providers == (
+        "CPUExecutionProvider",
+    )
+    assert after.probe is not None and after.probe.step_time_s == 0.01
