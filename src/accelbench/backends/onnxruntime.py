@@ -13,7 +13,6 @@ in and the outputs out (a PyTorch step's time does not; the result says so).
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import tempfile
 from collections.abc import Callable, Iterator
@@ -26,7 +25,7 @@ import torch
 
 from ..core.result import RunSpec
 from ..devices import Device, HostTimer, MemoryReading, Timer
-from ..errors import UsageError
+from ..errors import require
 from ..levers import Variant, active_levers, find_lever
 from ..workloads import Workload
 from .base import Backend, Runnable, register
@@ -70,12 +69,7 @@ def provider_of(backend: str, device: Device) -> str | None:
 
 def require_onnxruntime() -> Any:
     """onnxruntime, or one line saying how to install it."""
-    try:
-        return importlib.import_module("onnxruntime")
-    except ImportError:
-        raise UsageError(
-            "ONNX Runtime needs onnxruntime and onnx: pip install 'accelbench[export]'"
-        ) from None
+    return require("onnxruntime", "export", "ONNX Runtime")
 
 
 def unsupported(spec: RunSpec, device: Device) -> str | None:

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import one_line
+from ..errors import MissingDependency, one_line, require
 from ..workloads import Workload
 from .base import Prepared
 
@@ -199,13 +199,11 @@ def _try(workload: Workload, kind: str, amount: float) -> str | None:
 
 
 def _torch_pruning() -> Any:
+    # Missing, it makes the configuration unsupported (with the install line), not the sweep fail.
     try:
-        import torch_pruning
-    except ImportError:
-        raise CannotPrune(
-            "channel pruning needs torch-pruning: pip install 'accelbench[prune]'"
-        ) from None
-    return torch_pruning
+        return require("torch_pruning", "prune", "channel pruning", "torch-pruning")
+    except MissingDependency as exc:
+        raise CannotPrune(str(exc)) from None
 
 
 def _parameters(model: nn.Module) -> int:
