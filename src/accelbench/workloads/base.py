@@ -33,7 +33,6 @@ class Workload(ABC):
     default_blocks: int | None = None
     input_shape: tuple[int, ...] = ()  # per sample, without the batch dimension
     num_classes: int | None = None  # set for classifiers: enables top-1 style checks later
-    sample_unit: str = "samples"
 
     @abstractmethod
     def build_model(self) -> nn.Module: ...

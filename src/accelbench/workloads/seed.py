@@ -40,7 +40,6 @@ class SeedCNN(Workload):
     default_blocks = 100  # the seed's tqdm(range(100))
     input_shape = (3, 64, 64)
     num_classes = 10
-    sample_unit = "img"
 
     def build_model(self) -> nn.Module:
         return SimpleCNN()

@@ -20,7 +20,6 @@ class _TorchvisionClassifier(Workload):
     arch = ""
     input_shape = (3, 224, 224)
     num_classes = 1000
-    sample_unit = "img"
 
     def build_model(self) -> nn.Module:
         models = require("torchvision.models", "models", f"workload {self.name!r}", "torchvision")
@@ -63,7 +62,6 @@ class BertBase(Workload):
     batch_size = 64  # seed 001
     input_shape = (128,)  # token ids: sequence length 128
     num_classes = 2
-    sample_unit = "seq"
     description = (
         "transformers BertForSequenceClassification, default BertConfig (bert-base), random init, "
         "sequence length 128, 2 labels, AdamW (seed 001: batch 64)"
