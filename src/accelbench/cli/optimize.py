@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ..core.result import MODES
+from ..core.vocab import MODES
 from .options import (
     Commands,
     ListOf,
@@ -51,6 +51,22 @@ def add_parser(commands: Commands) -> None:
     optimize.add_argument(
         "--batch-size", type=count(1), metavar="N", help="default: the workload's"
     )
+    _add_drift(optimize)
+    optimize.add_argument(
+        "--levers",
+        type=ListOf(OneOf(OPTIMIZE_LEVERS)),
+        default=OPTIMIZE_LEVERS,
+        metavar="LIST",
+        help=f"which levers to try: {', '.join(OPTIMIZE_LEVERS)} (default: all that apply)",
+    )
+    _add_timing(optimize)
+    add_quiet(optimize)
+    add_json(optimize)
+    add_db(optimize)
+    optimize.set_defaults(handler=handle)
+
+
+def _add_drift(optimize: argparse.ArgumentParser) -> None:
     optimize.add_argument(
         "--tolerance",
         type=positive,
@@ -67,18 +83,6 @@ def add_parser(commands: Commands) -> None:
         help="for classifiers, the share of samples whose top-1 class must agree with fp32's "
         "(default: 0.95, or 95%%)",
     )
-    optimize.add_argument(
-        "--levers",
-        type=ListOf(OneOf(OPTIMIZE_LEVERS)),
-        default=OPTIMIZE_LEVERS,
-        metavar="LIST",
-        help=f"which levers to try: {', '.join(OPTIMIZE_LEVERS)} (default: all that apply)",
-    )
-    _add_timing(optimize)
-    add_quiet(optimize)
-    add_json(optimize)
-    add_db(optimize)
-    optimize.set_defaults(handler=handle)
 
 
 def _add_timing(optimize: argparse.ArgumentParser) -> None:

@@ -1,8 +1,8 @@
 """The options several commands share: value types (counts, seconds, percentages, lists),
 --json, --db, --quiet, the result filters, --model, and the optimization levers of `run`.
 
-Only argparse and torch-free modules load here, so building the parser (and `--help`) stays
-instant; what a value means is checked by the library when the command runs.
+Only argparse and modules free of torch and numpy load here, so building the parser (and
+`--help`) stays instant; what a value means is checked by the library when the command runs.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
-from ..core.result import MODES, PRECISIONS, STATUSES, parse_pruning
+from ..core.vocab import MODES, PRECISIONS, STATUSES
 from ..errors import UsageError
 
 __all__ = [
@@ -251,6 +251,8 @@ MEMORY_FORMATS = {"contiguous": False, "channels_last": True}
 
 def _pruning(text: str) -> str:
     """'none' -> ''; 'channels:0.30' -> 'channels:0.3' (one spelling per configuration)."""
+    from ..core.result import parse_pruning  # numpy: loaded when parsing, not for --help
+
     if text == "none":
         return ""
     try:
@@ -264,59 +266,41 @@ def _pruning(text: str) -> str:
 
 def add_lever_options(parser: Any) -> None:
     """Every optimization lever of `run`, each a list of the values to sweep."""
-    parser.add_argument(
+
+    def lever(flag: str, item: Callable[[str], Any], default: tuple[Any, ...], text: str) -> None:
+        parser.add_argument(flag, type=ListOf(item), default=default, metavar="LIST", help=text)
+
+    lever(
         "--precisions",
-        type=ListOf(OneOf(PRECISIONS)),
-        default=("fp32",),
-        metavar="LIST",
-        help="fp32 (TF32 off), tf32, fp16, bf16; int8 (ONNX Runtime's static quantization, "
+        OneOf(PRECISIONS),
+        ("fp32",),
+        "fp32 (TF32 off), tf32, fp16, bf16; int8 (ONNX Runtime's static quantization, "
         "with --backends onnxruntime) (default: fp32)",
     )
-    parser.add_argument(
+    lever(
         "--memory-formats",
-        type=ListOf(OneOf(MEMORY_FORMATS)),
-        default=(False,),
-        metavar="LIST",
-        help="contiguous, channels_last (default: contiguous)",
+        OneOf(MEMORY_FORMATS),
+        (False,),
+        "contiguous, channels_last (default: contiguous)",
     )
-    parser.add_argument(
-        "--compile",
-        type=ListOf(OneOf(COMPILE_MODES)),
-        default=("off",),
-        metavar="LIST",
-        help=f"torch.compile: {', '.join(COMPILE_MODES)} (default: off)",
-    )
-    parser.add_argument(
-        "--cuda-graphs",
-        type=ListOf(OneOf(SWITCH)),
-        default=(False,),
-        metavar="LIST",
-        help="capture each step in a CUDA graph: off, on",
-    )
-    parser.add_argument(
-        "--threads",
-        type=ListOf(count(1)),
-        default=(0,),
-        metavar="LIST",
-        help="CPU threads for PyTorch (default: PyTorch's choice)",
-    )
-    parser.add_argument(
+    compile_help = f"torch.compile: {', '.join(COMPILE_MODES)} (default: off)"
+    lever("--compile", OneOf(COMPILE_MODES), ("off",), compile_help)
+    lever("--cuda-graphs", OneOf(SWITCH), (False,), "capture each step in a CUDA graph: off, on")
+    lever("--threads", count(1), (0,), "CPU threads for PyTorch (default: PyTorch's choice)")
+    lever(
         "--pruning",
-        type=ListOf(_pruning),
-        default=("",),
-        metavar="LIST",
-        help="inference only: none, unstructured:AMOUNT (L1 magnitude zeros, shapes kept), "
+        _pruning,
+        ("",),
+        "inference only: none, unstructured:AMOUNT (L1 magnitude zeros, shapes kept), "
         "channels:AMOUNT (conv output channels removed); AMOUNT a fraction such as 0.5 "
         "(default: none)",
     )
-    parser.add_argument(
+    lever(
         "--nproc-per-node",
-        type=ListOf(count(1)),
-        default=(1,),
-        metavar="LIST",
-        help="training processes per node, one device each: "
-        "NCCL on CUDA, gloo on the CPU; 1 is always measured too, for the "
-        "scaling efficiency (default: 1)",
+        count(1),
+        (1,),
+        "training processes per node, one device each: NCCL on CUDA, gloo on the CPU; 1 is "
+        "always measured too, for the scaling efficiency (default: 1)",
     )
 
 

@@ -8,10 +8,12 @@ import json
 import shutil
 import sys
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["FAILED", "db_path", "emit_json", "exit_code", "width", "write"]
 
@@ -28,12 +30,16 @@ def emit_json(payload: Any) -> None:
 
 
 def db_path(args: argparse.Namespace) -> Path:
+    from pathlib import Path
+
     from ..store.db import default_db_path
 
     return Path(args.db) if args.db else default_db_path()
 
 
 def write(path: str, data: str | bytes) -> None:
+    from pathlib import Path
+
     try:
         if isinstance(data, bytes):
             Path(path).write_bytes(data)

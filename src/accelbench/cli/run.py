@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ..core.result import MODES
-from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
+from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD, MODES
 from ..errors import UsageError
 from .options import (
     Commands,
@@ -131,6 +130,10 @@ def _add_timing(timing: argparse._ArgumentGroup) -> None:
         metavar="S",
         help="give up on one configuration after S seconds (default: 900)",
     )
+    _add_switches(timing)
+
+
+def _add_switches(timing: argparse._ArgumentGroup) -> None:
     timing.add_argument(
         "--resume",
         action="store_true",

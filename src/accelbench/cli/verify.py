@@ -4,10 +4,9 @@ fp32."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.result import PRECISIONS, Result
+from ..core.vocab import PRECISIONS
 from ..errors import UsageError
 from .options import (
     Commands,
@@ -26,6 +25,9 @@ from .options import (
 from .output import db_path, emit_json, width
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..core.result import Result
     from ..devices import Device
 
 TRAINING_PRECISIONS = PRECISIONS[:4]  # int8 is ONNX Runtime's, for inference

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .stats import Measurement
+from .vocab import MODES, PRECISIONS, STATUSES
 
 __all__ = [
     "MODES",
@@ -22,9 +23,6 @@ __all__ = [
     "utc_now",
 ]
 
-MODES = ("train", "infer")
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")  # int8: ONNX Runtime's quantization
-STATUSES = ("ok", "oom", "error", "timeout", "unsupported")
 # "unstructured": L1 magnitude zeros baked into dense weights (same shapes, same dense work);
 # "channels": conv output channels removed (a smaller model).
 PRUNING_KINDS = ("unstructured", "channels")

@@ -1,9 +1,23 @@
-"""Names shared by the library and the command line that import neither torch nor numpy: the
-backends a run can ask for, and the workload measured when none is named."""
+"""The vocabularies the library and the command line share (modes, precisions, statuses,
+backends) and the workload measured when none is named; they import neither torch nor numpy,
+so `accelbench --help` can offer them and stay instant."""
 
 from __future__ import annotations
 
-__all__ = ["BACKENDS", "DEFAULT_WORKLOAD", "ONNXRUNTIME", "ORT_PROVIDERS", "TORCH"]
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_WORKLOAD",
+    "MODES",
+    "ONNXRUNTIME",
+    "ORT_PROVIDERS",
+    "PRECISIONS",
+    "STATUSES",
+    "TORCH",
+]
+
+MODES = ("train", "infer")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")  # int8: ONNX Runtime's quantization
+STATUSES = ("ok", "oom", "error", "timeout", "unsupported")
 
 TORCH = "torch"
 # "onnxruntime" means every execution provider of the device; a provider can be named alone.
