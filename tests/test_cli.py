@@ -1,5 +1,6 @@
 """The real command line, end to end, in subprocesses."""
 
+import argparse
 import json
 import shutil
 import sqlite3
@@ -12,13 +13,18 @@ import torch
 from .conftest import REPO, digest, run_cli
 
 
-def test_help_does_not_import_torch():
+@pytest.mark.parametrize("argv", [["--help"], ["results", "--help"]])
+def test_help_does_not_import_torch(argv):
     code = (
-        "import sys; from accelbench.cli.main import build_parser; build_parser(); "
-        "print('torch' in sys.modules)"
+        "import sys; from accelbench.cli.main import main\n"
+        f"try: main({argv!r})\n"
+        "except SystemExit: pass\n"
+        "print('torch' in sys.modules, 'numpy' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert "usage: accelbench" in out.stdout
+    torch_loaded, _ = out.stdout.strip().splitlines()[-1].split()
+    assert torch_loaded == "False"
 
 
 def test_run_prints_the_table_and_stores_the_result(tmp_path):
@@ -212,10 +218,72 @@ def test_module_runs_from_the_source_tree():
     assert out.stdout.startswith("accelbench ")
 
 
-def test_cli_choices_match_the_library():
-    """The CLI keeps its own copies (so --help does not import torch); they must not drift."""
-    from accelbench.cli import main as cli
-    from accelbench.core import result as results
+def _choices(action):
+    """The vocabulary an option offers: argparse's choices, or that of its list type."""
+    from accelbench.cli.options import ListOf, OneOf
 
-    assert cli.MODES == results.MODES
-    assert cli.PRECISIONS == results.PRECISIONS
+    kind = action.type.item if isinstance(action.type, ListOf) else action.type
+    return kind.valid if isinstance(kind, OneOf) else action.choices
+
+
+def _options(parser, path=()):
+    """(command path, action) for every option of every command and action."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(sub, (*path, name))
+        else:
+            yield path, action
+
+
+def test_cli_offers_the_library_vocabularies_themselves():
+    """Modes, precisions, statuses and backends are defined once: each option offering one
+    offers the library's own object, not a copy that could drift."""
+    from accelbench.backends import onnxruntime
+    from accelbench.cli.main import build_parser
+    from accelbench.core import result, vocab
+    from accelbench.levers import find_lever
+
+    library = {
+        "mode": result.MODES,
+        "modes": result.MODES,
+        "precision": result.PRECISIONS,
+        "precisions": result.PRECISIONS,
+        "status": result.STATUSES,
+        "backends": vocab.BACKENDS,
+    }
+    seen = set()
+    for path, action in _options(build_parser()):
+        if action.dest not in library:
+            continue
+        seen.add((path[0], action.dest))
+        offered = _choices(action)
+        if path == ("verify",) and action.dest == "precisions":  # training ones: no int8
+            assert offered == tuple(p for p in result.PRECISIONS if p != "int8")
+        elif path == ("export",) and action.dest == "precision":  # what an exporter writes
+            assert set(offered) < set(result.PRECISIONS)
+        else:
+            assert offered is library[action.dest], (path, action.dest)
+    assert {("run", "modes"), ("run", "backends")} <= seen
+    assert find_lever("precision").words is result.PRECISIONS  # run's --precisions
+    assert {("optimize", "mode"), ("results", "status"), ("compare", "precision")} <= seen
+    assert onnxruntime.BACKEND == vocab.ONNXRUNTIME and vocab.ONNXRUNTIME in vocab.BACKENDS
+
+
+def test_lever_choices_come_from_the_lever_registry():
+    """compare --by, optimize --levers and run's lever options are the registry's."""
+    from accelbench.cli.main import build_parser
+    from accelbench.levers import all_levers, dimensions, ladder_groups
+
+    offered = {(path, action.dest): action for path, action in _options(build_parser())}
+    assert offered[("compare",), "by"].choices == tuple(dimensions())
+    assert offered[("optimize",), "levers"].default == ladder_groups()
+    for lever in all_levers():
+        action = offered[("run",), f"lever_{lever.name}"]
+        assert action.option_strings == [lever.option] and action.default == (lever.default,)
+
+
+def test_a_status_outside_the_vocabulary_is_refused():
+    out = run_cli("results", "--status", "fine")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert "argument --status: invalid value 'fine'; valid: ok, oom, error, timeout" in out.stderr

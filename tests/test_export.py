@@ -52,7 +52,10 @@ def test_coreml_conversion_is_checked_and_says_prediction_needs_macos(tmp_path):
 
 def test_a_missing_package_is_named(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnx", None)  # importing it now fails
-    with pytest.raises(UsageError, match=r"onnx is needed for exporting to onnx: pip install 'accelbench\[export\]'"):
+    with pytest.raises(
+        UsageError,
+        match=r"onnx is needed for exporting to onnx: pip install 'accelbench\[export\]'",
+    ):
         export_model(get_workload("mlp"), ["onnx"], tmp_path, EXPORTERS)
 
 

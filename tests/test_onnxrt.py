@@ -148,7 +148,7 @@ def test_an_operator_no_exporter_takes_is_named(tmp_path):
 
 
 def test_the_cli_lists_every_provider_backend_a_device_kind_offers():
-    from accelbench.cli import main as cli
+    from accelbench.cli import run as cli
 
     offered = [p for b in devices._BACKENDS.values() for p in b.onnxruntime_providers]
     offered += ["ROCMExecutionProvider", "MIGraphXExecutionProvider"]  # a ROCm build's

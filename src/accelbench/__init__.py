@@ -14,6 +14,7 @@ from .core.version import __version__
 # public name -> module that defines it
 _EXPORTS = {
     "AccelbenchError": "errors",
+    "benchmark": "workflows.benchmark",
     "Device": "devices",
     "discover": "devices",
     "pick_device": "devices",
@@ -53,4 +54,5 @@ if TYPE_CHECKING:  # let type checkers and editors see the real names
     from .engine.track import track
     from .errors import AccelbenchError
     from .store.db import Store
+    from .workflows.benchmark import benchmark
     from .workloads import Workload, get_workload, list_workloads, register

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..core.result import RunSpec
+from ..core.vocab import ONNXRUNTIME as BACKEND  # it expands to one backend per provider
 from ..devices import Device, HostTimer, MemoryReading, Timer
 from ..errors import require
 from ..levers import Variant, active_levers, find_lever
@@ -40,7 +41,6 @@ __all__ = [
     "unsupported",
 ]
 
-BACKEND = "onnxruntime"  # what the user asks for; it expands to one backend per provider
 PREFIX = f"{BACKEND}-"
 CALIBRATION_BATCHES = 4  # random batches that set int8 activation ranges
 # Providers whose int8 (QDQ) kernels run on the device; the others hand them back to the CPU.

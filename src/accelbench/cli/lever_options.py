@@ -30,9 +30,9 @@ def add_lever_options(
         )
 
 
-def lever_values(args: argparse.Namespace) -> tuple[tuple[str, tuple[Value, ...]], ...]:
-    """Each lever's values as asked for (before `Lever.sweep_values`)."""
-    return tuple((lever.name, getattr(args, _dest(lever))) for lever in all_levers())
+def lever_values(args: argparse.Namespace) -> dict[str, tuple[Value, ...]]:
+    """Each lever's values as asked for, by lever name (before `Lever.sweep_values`)."""
+    return {lever.name: getattr(args, _dest(lever)) for lever in all_levers()}
 
 
 def _dest(lever: Lever) -> str:

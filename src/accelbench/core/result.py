@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .stats import Measurement
+from .vocab import MODES, PRECISIONS, STATUSES, TORCH
 
 __all__ = [
     "MODES",
@@ -22,10 +23,7 @@ __all__ = [
     "utc_now",
 ]
 
-MODES = ("train", "infer")
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")  # int8: ONNX Runtime's quantization
-STATUSES = ("ok", "oom", "error", "timeout", "unsupported")
-DEFAULT_BACKEND = "torch"  # the backends are in accelbench.backends; this one is PyTorch eager
+DEFAULT_BACKEND = TORCH  # the backends are in accelbench.backends; this one is PyTorch eager
 
 
 def machine_of(environment: dict[str, str]) -> str:

@@ -149,8 +149,9 @@ class Lever:
     def assign(self, spec: RunSpec, value: Value) -> RunSpec:
         return spec.with_lever(self.name, value, self.default)
 
-    def sweep_values(self, values: tuple[Value, ...]) -> tuple[Value, ...]:
-        """The values a sweep runs when these were asked for (data parallelism adds 1)."""
+    def sweep_values(self, values: tuple[Value, ...], nodes: int = 1) -> tuple[Value, ...]:
+        """The values a sweep runs when these were asked for on each of `nodes` nodes (data
+        parallelism counts processes over all nodes, and adds 1)."""
         return values
 
     # --- what it does ---------------------------------------------------------------------

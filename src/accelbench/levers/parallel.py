@@ -36,8 +36,9 @@ class DataParallel(Lever):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"processes must be 1 or more, not {value!r}")
 
-    def sweep_values(self, values: tuple[Value, ...]) -> tuple[Value, ...]:
-        return tuple(sorted({1, *(int(v) for v in values)}))  # one process: the baseline
+    def sweep_values(self, values: tuple[Value, ...], nodes: int = 1) -> tuple[Value, ...]:
+        # the world size counts every node's processes; one process is the scaling baseline
+        return tuple(sorted({1, *(int(v) * nodes for v in values)}))
 
     def label(self, value: Value) -> str:
         return f"x{value} processes"

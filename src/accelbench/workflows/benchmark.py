@@ -1,20 +1,22 @@
-"""`accelbench run`: from parsed options to a checked plan, then to stored results.
+"""Benchmark sweeps: a typed request becomes a checked plan, then stored results.
 
 Planning loads every workload and resolves every device first, so a bad name, a custom model
 that does not import or rejects its input shape, or an unavailable device fails in one line
-before anything is measured or stored.
+before anything is measured or stored. `accelbench run` and `accelbench.benchmark` both come here.
 """
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from ..analysis.metrics import Analyzer
 from ..backends import check_installed, unsupported
-from ..cli.main import DEFAULT_WORKLOAD
-from ..core.result import Result, RunSpec
+from ..core.result import MODES, Result, RunSpec, Value
+from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
 from ..devices import Device, resolve_devices
 from ..devices.fingerprint import fingerprint
 from ..engine.dist import Launch
@@ -26,7 +28,38 @@ from ..levers import all_levers, find_lever, label
 from ..store.db import Filters, Store
 from ..workloads import Workload, WorkloadRef, load_workload
 
-__all__ = ["Plan", "plan", "run_plan", "workload_from", "workload_ref"]
+__all__ = [
+    "DEFAULT_WORKLOAD",
+    "BenchmarkRequest",
+    "Plan",
+    "benchmark",
+    "plan",
+    "run_plan",
+]
+
+
+@dataclass(frozen=True)
+class BenchmarkRequest:
+    """What to measure: each combination of the lists (and of the levers' values) is one
+    configuration, run in its own process."""
+
+    workloads: tuple[WorkloadRef, ...] = ()  # none: DEFAULT_WORKLOAD
+    devices: str = "all"  # comma-separated names such as "cpu,cuda:0", or "all"
+    modes: tuple[str, ...] = ("train",)
+    batch_sizes: tuple[int | None, ...] = (None,)  # None: the workload's own
+    backends: tuple[str, ...] = ("torch",)  # "onnxruntime" means each provider of the device
+    # lever name -> the values to try (a lever not named runs its default); "processes"
+    # counts processes per node.
+    levers: Mapping[str, tuple[Value, ...]] = field(default_factory=dict)
+    epochs: int | None = None  # time exactly this many its; else the workload's or max_time
+    max_time: float | None = None  # the adaptive stop rule's budget in seconds
+    warmup: int = 1
+    timeout: float = 900.0  # per configuration
+    verdict: bool = True  # probe a smaller batch for the bottleneck verdict
+    max_batch: bool = False  # search each configuration's largest batch instead
+    nodes: int = 1
+    node_rank: int = 0
+    rdzv_endpoint: str = ""  # HOST:PORT where the nodes meet, with nodes > 1
 
 
 @dataclass(frozen=True)
@@ -41,91 +74,79 @@ class Plan:
     launch: Launch = Launch()  # where data-parallel processes run
 
 
-def plan(args: argparse.Namespace) -> Plan:
-    refs = [WorkloadRef(name) for name in args.workloads]
-    if args.model:
-        refs.append(WorkloadRef(args.model, _model_options(args)))
-    elif args.input_shape or args.num_classes or args.vocab_size:
-        raise UsageError("--input-shape, --num-classes and --vocab-size describe a --model")
-    refs = refs or [WorkloadRef(DEFAULT_WORKLOAD)]
+def plan(request: BenchmarkRequest) -> Plan:
+    """Every configuration of the request, with its workloads loaded and devices resolved."""
+    _check_words(request)
+    if request.max_batch and request.batch_sizes != (None,):
+        raise UsageError("--max-batch searches the batch size itself; drop --batch-sizes")
+    launch = _launch(request)
+    refs = list(request.workloads) or [WorkloadRef(DEFAULT_WORKLOAD)]
     workloads = {ref: load_workload(ref) for ref in refs}
-    devices = resolve_devices(args.devices)
+    devices = resolve_devices(request.devices)
     sweep = Sweep(
         workloads=tuple(refs),
         devices=tuple(d.name for d in devices),
-        modes=args.modes,
-        batch_sizes=args.batch_sizes,
-        levers=_lever_values(args),
-        backends=_backends(args.backends),
-        blocks=args.epochs,
-        max_time=args.max_time,
-        warmup=args.warmup,
+        modes=request.modes,
+        batch_sizes=request.batch_sizes,
+        levers=_sweep_levers(request),
+        backends=request.backends,
+        blocks=request.epochs,
+        max_time=request.max_time,
+        warmup=request.warmup,
     )
     configs = sweep.configs([workloads[r] for r in refs], devices)
-    if args.max_batch and args.batch_sizes != (None,):
-        raise UsageError("--max-batch searches the batch size itself; drop --batch-sizes")
-    launch = _launch(args)
     return Plan(
         sweep,
         configs,
         workloads,
         {d.name: d for d in devices},
-        args.timeout,
-        verdict=not args.no_verdict and not args.max_batch,
-        max_batch=args.max_batch,
+        request.timeout,
+        verdict=request.verdict and not request.max_batch,
+        max_batch=request.max_batch,
         launch=launch,
     )
 
 
-def _backends(backends: tuple[str, ...]) -> tuple[str, ...]:
-    """The backends asked for, once their packages are known to be installed."""
-    check_installed(backends)
-    return backends
+def _check_words(request: BenchmarkRequest) -> None:
+    """The library's callers skip the CLI's parsing: check their words here, in one line."""
+    for option, given, valid in (
+        ("modes", request.modes, MODES),
+        ("backends", request.backends, BACKENDS),
+    ):
+        unknown = [value for value in given if value not in valid]
+        if unknown:
+            raise UsageError(f"unknown {option} {unknown[0]!r}; valid: {', '.join(valid)}")
+    check_installed(request.backends)  # before anything is measured
 
 
-def _lever_values(args: argparse.Namespace) -> LeverValues:
-    """Each lever's values; data parallelism's counted over all nodes, 1 first (the baseline
-    of the scaling efficiency)."""
-    values = {lever.name: getattr(args, f"lever_{lever.name}") for lever in all_levers()}
-    values["processes"] = tuple(int(n) * args.nnodes for n in values["processes"])
-    return tuple((lever.name, lever.sweep_values(values[lever.name])) for lever in all_levers())
+def _sweep_levers(request: BenchmarkRequest) -> LeverValues:
+    """Each lever's values, checked here (library callers skip the CLI's parsing)."""
+    names = [lever.name for lever in all_levers()]
+    unknown = sorted(set(request.levers) - set(names))
+    if unknown:
+        raise UsageError(f"unknown lever {unknown[0]!r}; valid: {', '.join(names)}")
+    out = []
+    for lever in all_levers():
+        values = tuple(request.levers.get(lever.name, (lever.default,)))
+        for value in values:
+            try:
+                lever.check(value)
+            except ValueError as exc:
+                raise UsageError(f"{lever.name}: {exc}") from None
+        out.append((lever.name, lever.sweep_values(values, request.nodes)))
+    return tuple(out)
 
 
-def _launch(args: argparse.Namespace) -> Launch:
-    if args.nnodes > 1 and not args.rdzv_endpoint:
+def _launch(request: BenchmarkRequest) -> Launch:
+    if request.nodes > 1 and not request.rdzv_endpoint:
         raise UsageError("--nnodes above 1 needs --rdzv-endpoint HOST:PORT where the nodes meet")
-    if args.node_rank >= args.nnodes:
-        raise UsageError(f"--node-rank {args.node_rank} is not below --nnodes {args.nnodes}")
+    if request.node_rank >= request.nodes:
+        raise UsageError(f"--node-rank {request.node_rank} is not below --nnodes {request.nodes}")
     return Launch(
-        nodes=args.nnodes,
-        node_rank=args.node_rank,
-        endpoint=args.rdzv_endpoint,
-        timeout=args.timeout,
-    )
-
-
-def workload_ref(args: argparse.Namespace) -> WorkloadRef:
-    """The one workload a command names: a registered name, or --model with its options."""
-    if bool(args.workload) == bool(args.model):
-        raise UsageError("name one workload, or give --model FILE.py:factory (not both)")
-    if args.model:
-        return WorkloadRef(args.model, _model_options(args))
-    return WorkloadRef(args.workload)
-
-
-def workload_from(args: argparse.Namespace) -> Workload:
-    """The one workload a command names, loaded."""
-    return load_workload(workload_ref(args))
-
-
-def _model_options(args: argparse.Namespace) -> object:
-    from ..workloads.custom import ModelOptions, parse_shape
-
-    return ModelOptions(
-        input_shape=parse_shape(args.input_shape) if args.input_shape else None,
-        num_classes=args.num_classes,
-        vocab_size=args.vocab_size,
-        loss=args.loss,
+        nodes=request.nodes,
+        node_rank=request.node_rank,
+        endpoint=request.rdzv_endpoint,
+        timeout=request.timeout,
     )
 
 
@@ -157,6 +178,62 @@ def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False
             return result
 
         return run_configs(todo, run, plan.sweep.id, on_result=store.save)
+
+
+def benchmark(
+    workload: str | WorkloadRef | Sequence[str | WorkloadRef] = DEFAULT_WORKLOAD,
+    devices: str | Sequence[str] = "all",
+    modes: Sequence[str] = ("train",),
+    precisions: Sequence[str] = ("fp32",),
+    batch_sizes: Sequence[int | None] = (None,),
+    backends: Sequence[str] = ("torch",),
+    *,
+    epochs: int | None = None,
+    max_time: float | None = None,
+    warmup: int = 1,
+    timeout: float = 900.0,
+    verdict: bool = True,
+    db: str | Path | None = None,
+    resume: bool = False,
+    quiet: bool = True,
+    **levers: Sequence[Value],
+) -> list[Result]:
+    """Plan and run a sweep as `accelbench run` does: each configuration in its own worker
+    process, failures as Results. Other levers go by name (`accelbench.levers`), e.g.
+    channels_last=(False, True), compile=("", "default"), threads=(4,), processes=(2,) (per
+    node). With `db` every result is also stored there (and `resume` skips those stored);
+    without, they are only returned."""
+    refs = [workload] if isinstance(workload, (str, WorkloadRef)) else list(workload)
+    request = BenchmarkRequest(
+        workloads=tuple(r if isinstance(r, WorkloadRef) else WorkloadRef(r) for r in refs),
+        devices=devices if isinstance(devices, str) else ",".join(devices),
+        modes=tuple(modes),
+        batch_sizes=tuple(batch_sizes),
+        backends=tuple(backends),
+        levers={"precision": tuple(precisions), **{k: tuple(v) for k, v in levers.items()}},
+        epochs=epochs,
+        max_time=max_time,
+        warmup=warmup,
+        timeout=timeout,
+        verdict=verdict,
+    )
+    checked = plan(request)
+    with _store(db) as store:
+        return run_plan(checked, store, resume=resume, quiet=quiet)
+
+
+@contextmanager
+def _store(db: str | Path | None) -> Iterator[Store]:
+    """The database at `db`, or a scratch one that disappears with the call."""
+    if db is not None:
+        with Store(db) as store:
+            yield store
+        return
+    with (
+        tempfile.TemporaryDirectory(prefix="accelbench-") as scratch,
+        Store(Path(scratch) / "results.db") as store,
+    ):
+        yield store
 
 
 def _with_scaling(result: Result, singles: dict[RunSpec, Result]) -> Result:

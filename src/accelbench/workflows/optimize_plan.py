@@ -1,30 +1,46 @@
-"""`accelbench optimize`: build the ladder for one workload on one device, run each rung in its
-own worker with its drift measured, store every result as it lands, and assess them."""
+"""Optimization ladders: a typed request becomes the ladder for one workload on one device; each
+rung runs in its own worker with its drift measured, is stored as it lands, and is assessed."""
 
 from __future__ import annotations
 
-import argparse
 import uuid
 from dataclasses import dataclass, field, replace
 
 from ..analysis.metrics import Analyzer
-from ..backends import unsupported
+from ..backends.build import unsupported
 from ..core.result import Result
-from ..devices import Device, resolve_devices
+from ..devices import Device, pick_device, resolve_devices
 from ..devices.fingerprint import fingerprint
 from ..engine.measure import StopRule
 from ..engine.runner import make_spec
 from ..engine.track import progress_bar
 from ..engine.worker import run_isolated
 from ..errors import AccelbenchError, UsageError
+from ..levers import ladder_groups
 from ..store.db import Store
 from ..workloads import Workload, WorkloadRef, load_workload
-from .benchmark import workload_ref
 from .optimize import Rung, Tolerance, Verdict, assess, ladder, levers_not_tried
 
-__all__ = ["Ladder", "plan_ladder", "run_ladder"]
+__all__ = ["Ladder", "OptimizeRequest", "plan_ladder", "run_ladder"]
 
 DEFAULT_SECONDS = 10.0  # timed seconds per rung under the adaptive rule
+
+
+@dataclass(frozen=True)
+class OptimizeRequest:
+    """One workload on one device: which levers to try, how long to time each rung, and how
+    far a rung's outputs may drift from fp32's."""
+
+    workload: WorkloadRef
+    device: str = ""  # one device name; "": the best available
+    mode: str = "infer"
+    batch_size: int | None = None  # None: the workload's own
+    levers: tuple[str, ...] = field(default_factory=ladder_groups)  # all that apply
+    epochs: int | None = None  # time exactly this many its per rung; else the adaptive rule
+    max_time: float | None = None  # the adaptive rule's timed seconds (None: DEFAULT_SECONDS)
+    warmup: int = 1
+    timeout: float = 900.0  # per rung
+    tolerance: Tolerance = Tolerance()
 
 
 @dataclass(frozen=True)
@@ -43,22 +59,35 @@ class Ladder:
     id: str = field(default_factory=lambda: f"optimize-{uuid.uuid4().hex[:12]}")
 
 
-def plan_ladder(args: argparse.Namespace) -> Ladder:
-    ref = workload_ref(args)
-    workload = load_workload(ref)
-    devices = resolve_devices(args.device)
-    if len(devices) != 1:
-        raise UsageError(f"optimize takes one device; {args.device!r} names {len(devices)}")
-    device = devices[0]
-    base = make_spec(workload, device, mode=args.mode, batch_size=args.batch_size)
-    if args.epochs:
-        stop = StopRule(blocks=args.epochs, warmup=args.warmup)
+def plan_ladder(request: OptimizeRequest) -> Ladder:
+    workload = load_workload(request.workload)
+    device = _one_device(request.device)
+    base = make_spec(workload, device, mode=request.mode, batch_size=request.batch_size)
+    if request.epochs:
+        stop = StopRule(blocks=request.epochs, warmup=request.warmup)
     else:
-        stop = StopRule(max_time=args.max_time or DEFAULT_SECONDS, warmup=args.warmup)
-    rungs = ladder(base, device, workload, args.levers)
-    not_tried = levers_not_tried(base, device, workload, args.levers)
-    tolerance = Tolerance(args.tolerance, args.min_top1)
-    return Ladder(ref, workload, device, rungs, stop, tolerance, args.timeout, not_tried)
+        stop = StopRule(max_time=request.max_time or DEFAULT_SECONDS, warmup=request.warmup)
+    rungs = ladder(base, device, workload, request.levers)
+    not_tried = levers_not_tried(base, device, workload, request.levers)
+    return Ladder(
+        request.workload,
+        workload,
+        device,
+        rungs,
+        stop,
+        request.tolerance,
+        request.timeout,
+        not_tried,
+    )
+
+
+def _one_device(name: str) -> Device:
+    if not name:
+        return pick_device()
+    devices = resolve_devices(name)
+    if len(devices) != 1:
+        raise UsageError(f"optimize takes one device; {name!r} names {len(devices)}")
+    return devices[0]
 
 
 def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> list[Verdict]:

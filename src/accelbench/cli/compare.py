@@ -1,0 +1,116 @@
+"""`accelbench compare`: results side by side along one dimension, or a regression check of a
+candidate run against a baseline run."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from ..errors import UsageError
+from .options import Commands, add_db, add_filters, add_json, filters, fraction
+from .output import db_path, emit_json, result_json, width
+
+if TYPE_CHECKING:
+    from ..core.result import Result
+    from ..store.db import Store
+
+
+def add_parser(commands: Commands) -> None:
+    from ..levers import dimensions  # torch-free: the base dimensions and each lever's
+
+    compare = commands.add_parser(
+        "compare",
+        help="results side by side with bootstrap confidence intervals; or a regression check",
+        description="Compare results that differ in one dimension (--by), each against a "
+        "baseline, with a bootstrap 95%% CI from the raw samples; or check a candidate run "
+        "against a baseline run (--baseline RUN --candidate RUN) and exit 1 on a regression.",
+    )
+    compare.add_argument(
+        "--by",
+        default="device",
+        choices=tuple(dimensions()),
+        help="the dimension to compare (default: device)",
+    )
+    compare.add_argument(
+        "--baseline-value",
+        metavar="VALUE",
+        help="the baseline among the values (default: cpu, fp32, train, off...)",
+    )
+    compare.add_argument("--baseline", metavar="RUN", help="a result id or a sweep id")
+    compare.add_argument("--candidate", metavar="RUN", help="a result id or a sweep id")
+    compare.add_argument(
+        "--threshold",
+        type=fraction,
+        default=0.05,
+        metavar="PCT",
+        help="a slowdown past this is a regression (default: 5%%)",
+    )
+    add_filters(compare)
+    add_json(compare)
+    add_db(compare)
+    compare.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from ..analysis.compare import compare
+    from ..levers import dimensions
+    from ..render.console import compare_table
+    from ..store.db import Store
+
+    if bool(args.baseline) != bool(args.candidate):
+        raise UsageError("--baseline and --candidate go together: give both RUNs")
+    with Store(db_path(args), create=False) as store:
+        if args.baseline:
+            return _regressions(args, store)
+        by = dimensions()[args.by]
+        comparison = compare(store.results(filters(args)), by, args.baseline_value)
+    if args.json:
+        emit_json(
+            [
+                {
+                    "value": row.value,
+                    "result": result_json(row.result),
+                    "speedup": row.speedup.to_dict() if row.speedup else None,
+                }
+                for row in comparison.rows
+            ]
+        )
+    else:
+        print(compare_table(comparison, width=width()), end="")
+    return 0
+
+
+def _regressions(args: argparse.Namespace, store: Store) -> int:
+    """The candidate run against the baseline run: exit 1 when a configuration slowed down."""
+    from ..analysis.compare import compare_runs
+    from ..render.console import changes_table
+
+    base, cand = (_run(store, ref) for ref in (args.baseline, args.candidate))
+    changes = compare_runs(base, cand, args.threshold)
+    if args.json:
+        emit_json(
+            [
+                {
+                    "spec": c.baseline.spec.to_dict(),
+                    "speedup": c.speedup.to_dict() if c.speedup else None,
+                    "candidate_status": c.candidate.status,
+                    "regression": c.regression,
+                }
+                for c in changes
+            ]
+        )
+    else:
+        print(changes_table(changes, args.threshold, width=width()), end="")
+    return 1 if any(c.regression for c in changes) else 0
+
+
+def _run(store: Store, ref: str) -> list[Result]:
+    """The results of a RUN: a result id, or a sweep id."""
+    from ..store.db import Filters
+
+    # Sweep ids are 12 hex digits; a result id is a shorter number.
+    chosen = Filters(id=int(ref)) if ref.isdigit() and len(ref) < 12 else Filters(sweep=ref)
+    results = store.results(chosen)
+    if not results:
+        raise UsageError(f"no stored result or sweep {ref!r}; see `accelbench results`")
+    return results

@@ -1,0 +1,240 @@
+"""The options several commands share: value types (counts, seconds, percentages, lists),
+--json, --db, --quiet, the result filters and --model.
+
+Only argparse and modules free of torch and numpy load here, so building the parser (and
+`--help`) stays instant; what a value means is checked by the library when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeAlias
+
+from ..core.vocab import MODES, PRECISIONS, STATUSES
+from ..errors import UsageError
+
+__all__ = [
+    "Commands",
+    "ListOf",
+    "OneOf",
+    "add_db",
+    "add_filters",
+    "add_json",
+    "add_model_options",
+    "add_quiet",
+    "count",
+    "filters",
+    "fraction",
+    "model_options",
+    "points",
+    "positive",
+    "seconds",
+    "share",
+    "workload_ref",
+]
+
+# What `accelbench` hands each command module to add its subparser to.
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+MOST = 10**9  # no count accelbench takes is larger; SQLite's integers end at 2**63
+DB_HELP = "results database (default: $ACCELBENCH_DB or ./accelbench.db)"
+
+
+def count(minimum: int) -> Callable[[str], int]:
+    """A whole number from `minimum` up to MOST."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        if value > MOST:
+            raise argparse.ArgumentTypeError(f"must be at most {MOST:,}, got {value:,}")
+        return value
+
+    return parse
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def _percentage(text: str) -> float:
+    """'5%' or '0.05' -> 0.05."""
+    try:
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage like 5%") from None
+
+
+def fraction(text: str) -> float:
+    """A share strictly between none and all, e.g. a threshold of 5%."""
+    value = _percentage(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0% and 100%, got {text}")
+    return value
+
+
+def share(text: str) -> float:
+    """Like fraction, but 0 and 1 (all must agree) are allowed."""
+    value = _percentage(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be from 0% to 100%, got {text}")
+    return value
+
+
+def points(text: str) -> float:
+    """'2', '2%' or '0.5' -> percentage points of accuracy."""
+    try:
+        value = float(text.removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of percentage points like 2"
+        ) from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100 points, got {text}")
+    return value
+
+
+def positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
+    return value
+
+
+class OneOf:
+    """One of `valid` (a dict maps each word to its value). It keeps `valid` itself, so a test
+    can check that the CLI offers the library's own vocabulary rather than a copy."""
+
+    def __init__(self, valid: Sequence[str] | Mapping[str, Any]) -> None:
+        self.valid = valid
+
+    def __call__(self, text: str) -> Any:
+        if text not in self.valid:
+            raise argparse.ArgumentTypeError(
+                f"invalid value {text!r}; valid: {', '.join(self.valid)}"
+            )
+        return self.valid[text] if isinstance(self.valid, Mapping) else text
+
+
+class ListOf:
+    """A comma-separated list, each item parsed by `item`, duplicates dropped."""
+
+    def __init__(self, item: Callable[[str], Any]) -> None:
+        self.item = item
+
+    def __call__(self, text: str) -> tuple[Any, ...]:
+        items = [part.strip() for part in text.split(",") if part.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError("empty list")
+        return tuple(dict.fromkeys(self.item(part) for part in items))
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+
+def add_db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", metavar="PATH", help=DB_HELP)
+
+
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_filters(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("filters (each narrows the selection)")
+    group.add_argument("--workload", help="only this workload")
+    group.add_argument("--device", help="only this device name, e.g. cuda:0")
+    group.add_argument("--host", help="only results measured on this host")
+    group.add_argument("--mode", choices=MODES, help="only this mode")
+    group.add_argument("--precision", choices=PRECISIONS, help="only this precision")
+    group.add_argument("--backend", help="only this backend, e.g. torch or onnxruntime-cpu")
+    group.add_argument("--sweep", help="only this sweep id")
+    group.add_argument(
+        "--status",
+        type=OneOf(STATUSES),
+        metavar="STATUS",
+        help=f"only this status ({', '.join(STATUSES)})",
+    )
+
+
+def filters(args: argparse.Namespace) -> Any:
+    """The store's Filters from the filter options (store.db loads only when a command runs)."""
+    from ..store.db import Filters
+
+    return Filters(
+        workload=args.workload,
+        device=args.device,
+        host=args.host,
+        mode=args.mode,
+        precision=args.precision,
+        backend=args.backend,
+        sweep=args.sweep,
+        status=args.status,
+    )
+
+
+def add_model_options(model: Any) -> None:
+    """--model and what a bare nn.Module needs, for commands that take one."""
+    model.add_argument(
+        "--model",
+        metavar="REF",
+        help="FILE.py:factory or package.module:factory returning a Workload or an nn.Module",
+    )
+    model.add_argument(
+        "--input-shape",
+        metavar="SHAPE",
+        help="per-sample input shape for an nn.Module, e.g. 3x224x224 or 128",
+    )
+    model.add_argument(
+        "--num-classes",
+        type=count(1),
+        metavar="N",
+        help="classes of an nn.Module classifier (cross-entropy loss)",
+    )
+    model.add_argument(
+        "--vocab-size", type=count(1), metavar="N", help="make inputs integer token ids in [0, N)"
+    )
+    model.add_argument(
+        "--loss",
+        choices=("cross-entropy", "mse"),
+        default="cross-entropy",
+        help="loss for an nn.Module (default: cross-entropy)",
+    )
+
+
+def model_options(args: argparse.Namespace) -> object:
+    """How to feed the --model's nn.Module (workloads.custom loads only when a command runs)."""
+    from ..workloads.custom import ModelOptions, parse_shape
+
+    return ModelOptions(
+        input_shape=parse_shape(args.input_shape) if args.input_shape else None,
+        num_classes=args.num_classes,
+        vocab_size=args.vocab_size,
+        loss=args.loss,
+    )
+
+
+def workload_ref(args: argparse.Namespace) -> Any:
+    """The one workload a command names: a registered name, or --model with its options."""
+    from ..workloads import WorkloadRef
+
+    if bool(args.workload) == bool(args.model):
+        raise UsageError("name one workload, or give --model FILE.py:factory (not both)")
+    if args.model:
+        return WorkloadRef(args.model, model_options(args))
+    return WorkloadRef(args.workload)

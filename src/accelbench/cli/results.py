@@ -1,0 +1,92 @@
+"""`accelbench results`: list stored results; `results export` and `results import` move them
+between machines."""
+
+from __future__ import annotations
+
+import argparse
+
+from .options import Commands, add_db, add_filters, add_json, count, filters
+from .output import db_path, emit_json, result_json, width
+
+
+def add_parser(commands: Commands) -> None:
+    results = commands.add_parser(
+        "results",
+        help="list stored results (newest first), or export and import them",
+        description="List stored results, newest first; `results export` and `results import` "
+        "move them between machines without loss.",
+    )
+    results.add_argument("--limit", type=count(1), metavar="N", help="at most N results")
+    add_filters(results)
+    add_json(results)
+    add_db(results)
+    results.set_defaults(handler=handle)
+    actions = results.add_subparsers(dest="action", metavar="ACTION")
+    # Options an action repeats must not reset what was given before it (`results --db X
+    # export`): absent there, they keep the value parsed by `results` itself.
+    export = actions.add_parser(
+        "export", help="write the chosen results to a JSON file", argument_default=argparse.SUPPRESS
+    )
+    export.add_argument("--out", required=True, metavar="FILE", help="the file to write")
+    add_filters(export)
+    add_json(export)
+    add_db(export)
+    export.set_defaults(handler=handle_export)
+    import_ = actions.add_parser(
+        "import",
+        help="add the results of export files (idempotent)",
+        argument_default=argparse.SUPPRESS,
+    )
+    import_.add_argument("files", nargs="+", metavar="FILE", help="files from `results export`")
+    add_json(import_)
+    add_db(import_)
+    import_.set_defaults(handler=handle_import)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from ..render.console import results_table
+    from ..store.db import Store
+
+    with Store(db_path(args), create=False) as store:
+        results = store.results(filters(args), limit=args.limit)
+    if args.json:
+        emit_json([result_json(r) for r in results])
+    else:
+        print(results_table(results, width=width()), end="")
+    return 0
+
+
+def handle_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..store.db import Store
+    from ..store.results_file import write_export
+
+    chosen = filters(args)
+    with Store(db_path(args), create=False) as store:
+        results = store.results(chosen)[::-1]  # oldest first
+    write_export(results, Path(args.out))
+    if args.json:
+        emit_json({"exported": len(results), "out": args.out})
+    else:
+        print(f"exported {len(results)} result(s) to {args.out} (filters: {chosen.describe()})")
+    return 0
+
+
+def handle_import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..levers import check_levers
+    from ..store.db import Store
+    from ..store.results_file import read_export
+
+    # Read and check every file before the database is touched.
+    batches = [(path, read_export(Path(path), check_levers)) for path in args.files]
+    with Store(db_path(args)) as store:
+        added = [(path, len(results), store.import_results(results)) for path, results in batches]
+    if args.json:
+        emit_json([{"file": p, "results": n, "added": a} for p, n, a in added])
+    else:
+        for path, total, new in added:
+            print(f"{path}: {total} result(s), {new} new, {total - new} already stored")
+    return 0

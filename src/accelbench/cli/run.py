@@ -1,0 +1,208 @@
+"""`accelbench run`: benchmark workloads on devices, every combination in its own process."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD, MODES
+from ..errors import UsageError
+from .lever_options import add_lever_options, lever_values
+from .options import (
+    Commands,
+    ListOf,
+    OneOf,
+    add_db,
+    add_json,
+    add_model_options,
+    add_quiet,
+    count,
+    model_options,
+    seconds,
+)
+from .output import db_path, emit_json, exit_code, result_json, width
+
+if TYPE_CHECKING:
+    from ..workflows.benchmark import BenchmarkRequest
+
+DEVICES_HELP = "cpu, cuda, cuda:N, mps, xpu, xpu:N, or all (default)"
+
+
+def add_parser(commands: Commands) -> None:
+    run = commands.add_parser(
+        "run",
+        help="benchmark workloads on devices (default: seed-cnn training on all devices)",
+        description="Benchmark each configuration (workloads x devices x options) in its own "
+        "process and store the results. With no arguments: seed 000's benchmark on every "
+        "available device, CPU included.",
+    )
+    run.add_argument(
+        "workloads",
+        nargs="*",
+        metavar="WORKLOAD",
+        help=f"workload names (default: {DEFAULT_WORKLOAD}; see `accelbench workloads`)",
+    )
+    add_model_options(run.add_argument_group("your own model"))
+    matrix = run.add_argument_group("configurations (lists multiply)")
+    parallel = run.add_argument_group("data parallelism (torch.distributed, DDP)")
+    _add_configurations(matrix)
+    add_lever_options(run, {g.title or "": g for g in (matrix, parallel)})
+    _add_parallel(parallel)
+    _add_timing(run.add_argument_group("timing"))
+    add_quiet(run)
+    add_json(run)
+    add_db(run)
+    run.set_defaults(handler=handle)
+
+
+def _add_configurations(matrix: argparse._ArgumentGroup) -> None:
+    matrix.add_argument("--devices", default="all", metavar="LIST", help=DEVICES_HELP)
+    matrix.add_argument(
+        "--modes",
+        type=ListOf(OneOf(MODES)),
+        default=("train",),
+        metavar="LIST",
+        help="train, infer (default: train)",
+    )
+    matrix.add_argument(
+        "--batch-sizes",
+        type=ListOf(count(1)),
+        default=(None,),
+        metavar="LIST",
+        help="batch sizes (default: the workload's)",
+    )
+    matrix.add_argument(
+        "--backends",
+        type=ListOf(OneOf(BACKENDS)),
+        default=("torch",),
+        metavar="LIST",
+        help="torch; onnxruntime (inference on the model exported to ONNX, one row per "
+        "execution provider of the device), or one provider such as onnxruntime-cpu "
+        "(default: torch)",
+    )
+
+
+def _add_parallel(parallel: argparse._ArgumentGroup) -> None:
+    parallel.add_argument(
+        "--nnodes", type=count(1), default=1, metavar="M", help="nodes taking part (default: 1)"
+    )
+    parallel.add_argument(
+        "--node-rank",
+        type=count(0),
+        default=0,
+        metavar="R",
+        help="this node's rank, with --nnodes > 1",
+    )
+    parallel.add_argument(
+        "--rdzv-endpoint",
+        default="",
+        metavar="HOST:PORT",
+        help="where the nodes meet, with --nnodes > 1",
+    )
+
+
+def _add_timing(timing: argparse._ArgumentGroup) -> None:
+    timing.add_argument(
+        "--epochs",
+        type=count(1),
+        metavar="N",
+        help="time exactly N its (default: the workload's, 100 for the seed "
+        "workloads; otherwise the stop rule of --max-time)",
+    )
+    timing.add_argument(
+        "--max-time",
+        type=seconds,
+        metavar="S",
+        help="time its until the 95%% CI is within 2%% of the median or S "
+        "seconds pass (default for workloads without a fixed count: 20)",
+    )
+    timing.add_argument(
+        "--warmup",
+        type=count(0),
+        default=1,
+        metavar="N",
+        help="warm-up its before timing (default: 1; the --max-time rule runs at least 2, the "
+        "last of which sizes its samples)",
+    )
+    timing.add_argument(
+        "--timeout",
+        type=seconds,
+        default=900.0,
+        metavar="S",
+        help="give up on one configuration after S seconds (default: 900)",
+    )
+    _add_switches(timing)
+
+
+def _add_switches(timing: argparse._ArgumentGroup) -> None:
+    timing.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip configurations of this same sweep already stored",
+    )
+    timing.add_argument(
+        "--max-batch",
+        action="store_true",
+        help="find the largest batch that fits for each configuration (double, then bisect; "
+        "each probe a warm-up and two timed its in its own process)",
+    )
+    timing.add_argument(
+        "--no-verdict",
+        action="store_true",
+        help="skip the brief second timing at a quarter of the batch that the bottleneck "
+        "verdict needs",
+    )
+
+
+def request_from(args: argparse.Namespace) -> BenchmarkRequest:
+    """The BenchmarkRequest the options describe (workflows load only when `run` runs)."""
+    from ..workflows.benchmark import BenchmarkRequest
+    from ..workloads import WorkloadRef
+
+    refs = [WorkloadRef(name) for name in args.workloads]
+    if args.model:
+        refs.append(WorkloadRef(args.model, model_options(args)))
+    elif args.input_shape or args.num_classes or args.vocab_size:
+        raise UsageError("--input-shape, --num-classes and --vocab-size describe a --model")
+    return BenchmarkRequest(
+        workloads=tuple(refs),
+        devices=args.devices,
+        modes=args.modes,
+        batch_sizes=args.batch_sizes,
+        backends=args.backends,
+        levers=lever_values(args),
+        epochs=args.epochs,
+        max_time=args.max_time,
+        warmup=args.warmup,
+        timeout=args.timeout,
+        verdict=not args.no_verdict,
+        max_batch=args.max_batch,
+        nodes=args.nnodes,
+        node_rank=args.node_rank,
+        rdzv_endpoint=args.rdzv_endpoint,
+    )
+
+
+def handle(args: argparse.Namespace) -> int:
+    from ..render.console import run_tables
+    from ..store.db import Store
+    from ..workflows.benchmark import plan, run_plan
+
+    # Check every input, the database included, before spending time measuring.
+    checked = plan(request_from(args))
+    with Store(db_path(args)) as store:
+        results = run_plan(checked, store, resume=args.resume, quiet=args.quiet)
+    sweep = checked.sweep.id
+    if args.json:
+        emit_json(
+            {
+                "db": str(store.path),
+                "sweep": sweep,
+                "results": [result_json(r) for r in results],
+            }
+        )
+    else:
+        print(run_tables(results, width=width()), end="")
+        ids = ", ".join(f"#{r.id}" for r in results) or "none (all were stored already)"
+        print(f"stored as result(s) {ids} in {store.path} (sweep {sweep})")
+    return exit_code(r.status for r in results)

@@ -1,0 +1,184 @@
+"""`accelbench verify`: train on real data on each device and precision, judged against CPU
+fp32."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from ..core.vocab import PRECISIONS
+from ..errors import UsageError
+from .options import (
+    Commands,
+    ListOf,
+    OneOf,
+    add_db,
+    add_json,
+    add_model_options,
+    add_quiet,
+    count,
+    fraction,
+    points,
+    positive,
+    workload_ref,
+)
+from .output import db_path, emit_json, result_json, width
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..core.result import Result
+    from ..devices import Device
+
+TRAINING_PRECISIONS = PRECISIONS[:4]  # int8 is ONNX Runtime's, for inference
+DIVERGED = {"diverges", "inconclusive"}  # verdicts that make verify exit 1
+
+
+def add_parser(commands: Commands) -> None:
+    verify = commands.add_parser(
+        "verify",
+        help="train on a real data set on each device and precision; flag any that diverge "
+        "from CPU fp32",
+        description="Train the workload from the same initial weights, on the same batches of "
+        "scikit-learn's digits (1,797 8x8 images, resized and replicated to the model's input), "
+        "on each device and precision, and compare each run's loss per epoch and held-out "
+        "accuracy with the CPU at fp32 (always run first, listed or not). Exit code 0 when every "
+        "run is within tolerance; 1 when one diverges (accuracy or final loss beyond tolerance, "
+        "or a loss that is not finite), fails, or cannot be judged because the CPU fp32 "
+        "baseline learned too little (under 90% held-out accuracy); 2 for bad input.",
+    )
+    verify.add_argument("workload", nargs="?", help="a workload name (or use --model)")
+    add_model_options(verify.add_argument_group("your own model"))
+    verify.add_argument(
+        "--devices",
+        default="all",
+        metavar="LIST",
+        help="cpu, cuda, cuda:N, mps, xpu, xpu:N, or all available (default); a device not "
+        "available here becomes a failed row",
+    )
+    verify.add_argument(
+        "--precisions",
+        type=ListOf(OneOf(TRAINING_PRECISIONS)),
+        default=("fp32",),
+        metavar="LIST",
+        help="fp32 (TF32 off), tf32, fp16 (autocast + GradScaler), bf16 (autocast) (default: fp32)",
+    )
+    _add_training(verify)
+    add_quiet(verify)
+    add_json(verify)
+    add_db(verify)
+    verify.set_defaults(handler=handle)
+
+
+def _add_training(verify: argparse.ArgumentParser) -> None:
+    verify.add_argument(
+        "--epochs",
+        type=count(1),
+        default=5,
+        metavar="N",
+        help="passes over the training images (default: 5)",
+    )
+    verify.add_argument("--batch-size", type=count(1), metavar="N", help="default: the workload's")
+    verify.add_argument(
+        "--lr",
+        type=positive,
+        metavar="X",
+        help="learning rate for the workload's optimizer (default: the workload's own; "
+        "seed-cnn's 0.001 learns too slowly for a few epochs: try 0.01)",
+    )
+    verify.add_argument(
+        "--tolerance",
+        type=points,
+        default=2.0,
+        metavar="POINTS",
+        help="held-out accuracy may differ from CPU fp32's by this many percentage points "
+        "(default: 2)",
+    )
+    verify.add_argument(
+        "--loss-tolerance",
+        type=fraction,
+        default=0.1,
+        metavar="PCT",
+        help="the final epoch's loss may differ from CPU fp32's by this fraction of CPU fp32's "
+        "first-epoch loss (default: 10%%)",
+    )
+
+
+def handle(args: argparse.Namespace) -> int:
+    from ..engine.track import progress_bar
+    from ..store.db import Store
+    from ..workflows.verify import FAILED, Settings, prepare, runs_to_verify, verify
+    from ..workloads import load_workload
+
+    settings = Settings(
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        tolerance=args.tolerance,
+        loss_tolerance=args.loss_tolerance,
+    )
+    workload = load_workload(workload_ref(args))
+    data = prepare(workload, settings)  # every input checked before the database is opened
+    devices = _devices(args.devices)
+    total = len(runs_to_verify(devices, args.precisions)) * args.epochs
+    with Store(db_path(args)) as store, progress_bar(disable=args.quiet) as bar:
+        task = bar.add_task(f"verify {workload.name}", total=total)
+        results = verify(
+            workload,
+            devices,
+            args.precisions,
+            settings,
+            data,
+            on_result=store.save,
+            on_epoch=lambda device, precision, epoch: bar.advance(task),
+        )
+    _print(args, results, devices, store.path)
+    failed = [
+        r
+        for r in results
+        if r.status in FAILED or (r.verification or {}).get("verdict") in DIVERGED
+    ]
+    return 1 if failed else 0
+
+
+def _print(
+    args: argparse.Namespace, results: list[Result], devices: list[Device], db: Path
+) -> None:
+    from ..render.console import verify_table
+
+    sweep = results[0].sweep
+    if args.json:
+        emit_json(
+            {
+                "db": str(db),
+                "sweep": sweep,
+                "results": [result_json(r) for r in results],
+            }
+        )
+        return
+    notes = (
+        []
+        if any(d.is_host for d in devices)
+        else ["cpu was not listed: it ran anyway, at fp32, as the baseline"]
+    )
+    print(verify_table(results, notes, width=width()), end="")
+    ids = ", ".join(f"#{r.id}" for r in results)
+    print(f"stored as result(s) {ids} in {db} (verify run {sweep})")
+
+
+def _devices(text: str) -> list[Device]:
+    """'all' is every available device; named ones are kept even when not available here,
+    so that they become failed rows. An unknown name is bad input."""
+    from ..devices import find_device, resolve_devices
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return resolve_devices("all")
+    devices: list[Device] = []
+    for name in names:
+        device = find_device(name)
+        if device not in devices:
+            devices.append(device)
+    if not devices:
+        raise UsageError("--devices names no device; try cpu, cuda or all")
+    return devices

@@ -1,0 +1,28 @@
+"""The vocabularies the library and the command line share (modes, precisions, statuses,
+backends) and the workload measured when none is named; they import neither torch nor numpy,
+so `accelbench --help` can offer them and stay instant."""
+
+from __future__ import annotations
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_WORKLOAD",
+    "MODES",
+    "ONNXRUNTIME",
+    "ORT_PROVIDERS",
+    "PRECISIONS",
+    "STATUSES",
+    "TORCH",
+]
+
+MODES = ("train", "infer")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")  # int8: ONNX Runtime's quantization
+STATUSES = ("ok", "oom", "error", "timeout", "unsupported")
+
+TORCH = "torch"
+# "onnxruntime" means every execution provider of the device; a provider can be named alone.
+ONNXRUNTIME = "onnxruntime"
+ORT_PROVIDERS = ("cpu", "cuda", "tensorrt", "rocm", "migraphx", "coreml", "openvino")
+BACKENDS = (TORCH, ONNXRUNTIME, *(f"{ONNXRUNTIME}-{p}" for p in ORT_PROVIDERS))
+
+DEFAULT_WORKLOAD = "seed-cnn"  # seed 000's benchmark, what `run` measures with no arguments

@@ -1,0 +1,115 @@
+"""The library plans as the CLI does: `accelbench.benchmark`, the typed requests that `run` and
+`optimize` build, and the levers' values handed to the sweep."""
+
+from pathlib import Path
+
+import pytest
+
+import accelbench
+from accelbench.cli import optimize, run
+from accelbench.cli.main import build_parser
+from accelbench.engine.sweep import Sweep
+from accelbench.errors import UsageError
+from accelbench.levers import all_levers, find_lever
+from accelbench.workflows.benchmark import BenchmarkRequest, plan
+from accelbench.workflows.optimize_plan import OptimizeRequest, plan_ladder
+from accelbench.workloads import WorkloadRef
+
+WORKFLOWS = Path(accelbench.__file__).parent / "workflows"
+
+
+def _run_request(*argv: str) -> BenchmarkRequest:
+    return run.request_from(build_parser().parse_args(["run", *argv]))
+
+
+def test_benchmark_measures_seed_cnn_on_the_cpu_as_run_does(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ACCELBENCH_DB", raising=False)
+    results = accelbench.benchmark(
+        "seed-cnn", devices="cpu", batch_sizes=(8,), epochs=2, verdict=False
+    )
+    (result,) = results
+    assert result.status == "ok", result.error
+    assert (result.spec.workload, result.spec.device, result.spec.batch_size) == (
+        "seed-cnn",
+        "cpu",
+        8,
+    )
+    assert len(result.measurement.samples) == 2 and result.samples_per_second > 0
+    assert result.id == 1 and result.environment["device"] == "cpu"
+    # the sweep `accelbench run` plans from the same options: same id, so --resume agrees
+    cli = plan(_run_request("seed-cnn", "--devices", "cpu", "--batch-sizes", "8", "--epochs", "2"))
+    assert result.sweep == cli.sweep.id
+    assert list(tmp_path.iterdir()) == []  # without db nothing is stored, not even ./accelbench.db
+
+
+def test_benchmark_runs_each_configuration_in_a_worker_and_stores_it(tmp_path):
+    db = tmp_path / "r.db"
+    # A limit no spawned worker can meet: the worker is stopped and that is the Result.
+    (result,) = accelbench.benchmark("mlp", devices=["cpu"], epochs=1, timeout=0.01, db=db)
+    assert result.status == "timeout" and "the worker was stopped" in result.error
+    with accelbench.Store(db) as store:
+        assert [r.id for r in store.results()] == [result.id]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"modes": ("eval",)}, "unknown modes 'eval'; valid: train, infer"),
+        ({"precisions": ("fp64",)}, "precision: invalid value 'fp64'; valid: fp32, tf32"),
+        ({"backends": ("tvm",)}, "unknown backends 'tvm'; valid: torch, onnxruntime,"),
+        ({"warp": (1,)}, "unknown lever 'warp'; valid: precision, channels_last, compile,"),
+    ],
+)
+def test_benchmark_refuses_unknown_words_before_running(options, message):
+    with pytest.raises(UsageError, match=message):
+        accelbench.benchmark("mlp", devices="cpu", **options)
+
+
+def test_lever_values_are_every_levers_with_its_defaults():
+    request = _run_request("mlp", "--devices", "cpu")
+    assert list(request.levers) == [lever.name for lever in all_levers()]
+    # options left at their defaults are the Sweep's defaults, so old sweep ids still match
+    assert plan(request).sweep.id == Sweep(workloads=(WorkloadRef("mlp"),), devices=("cpu",)).id
+    compiled = _run_request(
+        "mlp", "--compile", "off,max-autotune", "--memory-formats", "channels_last"
+    )
+    assert compiled.levers["compile"] == ("", "max-autotune")
+    assert compiled.levers["channels_last"] == (True,)
+
+
+def test_data_parallel_world_sizes_count_every_node_and_always_one():
+    request = _run_request(
+        "mlp", "--devices", "cpu", "--nproc-per-node", "3,2", "--nnodes", "2",
+        "--rdzv-endpoint", "host:29500",
+    )  # fmt: skip
+    planned = plan(request)
+    assert planned.sweep.values_of(find_lever("processes")) == (1, 4, 6)
+    assert (planned.launch.nodes, planned.launch.endpoint) == (2, "host:29500")
+    with pytest.raises(UsageError, match="--nnodes above 1 needs --rdzv-endpoint"):
+        plan(BenchmarkRequest(workloads=(WorkloadRef("mlp"),), devices="cpu", nodes=2))
+
+
+def test_optimize_plans_its_ladder_from_a_request():
+    args = build_parser().parse_args(
+        ["optimize", "mlp", "--device", "cpu", "--levers", "compile", "--epochs", "2",
+         "--tolerance", "0.1", "--min-top1", "90%"]
+    )  # fmt: skip
+    request = optimize.request_from(args)
+    assert request == OptimizeRequest(
+        WorkloadRef("mlp"),
+        device="cpu",
+        levers=("compile",),
+        epochs=2,
+        tolerance=request.tolerance,
+    )
+    assert (request.tolerance.max_rel_error, request.tolerance.min_top1) == (0.1, 0.9)
+    ladder = plan_ladder(request)
+    assert [r.name for r in ladder.rungs][0] == "fp32 eager" and len(ladder.rungs) > 1
+    assert ladder.stop.blocks == 2 and ladder.device.name == "cpu"
+
+
+def test_no_workflow_takes_parsed_command_line_options():
+    for path in WORKFLOWS.glob("*.py"):
+        text = path.read_text()
+        assert "argparse" not in text and "from ..cli" not in text, path.name
