@@ -2,12 +2,12 @@
 interleaved in one process on the very same prepared step.
 
 For each configuration this builds the step once, exactly as accelbench does
-(accelbench.backends.build),
-warms it up, then alternates for several rounds: a bare loop (one pair of torch.cuda.Event
-around N steps run back to back: the mean step) and accelbench's own `measure` with its default
-adaptive stop rule (the median step). Same process, same memory, same clocks: the ratio of the
-two medians over the rounds is the harness's cost. With --compare RUN.json it also sets the
-figure `accelbench run` measured in its own worker process beside them.
+(accelbench.backends.build), warms it up, then alternates for several rounds: a bare loop (one
+pair of torch.cuda.Event around N steps run back to back: the mean step) and accelbench's own
+`measure` with its default adaptive stop rule (the median step). Same process, same memory,
+same clocks: the ratio of the two medians over the rounds is the harness's cost. With --compare
+RUN.json it also sets the figure `accelbench run` measured in its own worker process beside
+them.
 
     PYTHONPATH=src python benchmarks/harness_check.py \
         --config resnet50:train:bf16:256:cl --config seed-cnn:train:fp32:64
@@ -22,7 +22,7 @@ import sys
 
 import torch
 
-from accelbench.backends.build import block_function, build
+from accelbench.backends import block_function, build
 from accelbench.devices import resolve_devices
 from accelbench.engine.measure import StopRule, measure
 from accelbench.engine.runner import make_spec
