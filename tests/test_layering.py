@@ -72,6 +72,17 @@ def _layer(module: str) -> int:
     return LAYERS.index(parts[1])
 
 
+def test_every_import_of_the_package_names_a_module_or_package_that_exists():
+    # mypy is told to ignore missing imports (for optional packages), so it would not notice
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for target in _imports(path):
+            parent = target.rpartition(".")[0]
+            if not _is_module(target) and not _is_module(parent):
+                missing.append(f"{_module_name(path)} imports {target}")
+    assert not missing, "\n".join(missing)
+
+
 def _graph() -> dict[str, set[str]]:
     graph = {}
     for path in sorted(PACKAGE.rglob("*.py")):

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 
 from ..analysis.metrics import Analyzer
-from ..backends.build import unsupported
+from ..backends import unsupported
 from ..core.result import Result
 from ..devices import Device, pick_device, resolve_devices
 from ..devices.fingerprint import fingerprint
