@@ -145,11 +145,6 @@ def test_every_exported_name_loads_and_unknown_names_raise():
         accelbench.devices.gpu  # noqa: B018
 
 
-def test_names_of_the_former_single_module_still_load():
-    assert accelbench.devices._Cpu is CpuBackend
-    assert accelbench.devices._BACKENDS is BACKENDS
-
-
 def test_every_preferred_kind_has_one_backend_and_duplicates_are_refused():
     assert sorted(BACKENDS) == sorted(PREFERENCE)
     assert all(kind == backend.kind for kind, backend in BACKENDS.items())

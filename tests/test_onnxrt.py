@@ -22,7 +22,7 @@ from .conftest import run_cli
 pytest.importorskip("onnxruntime")
 CPU = resolve_devices("cpu")[0]
 # A GPU as ONNX Runtime would see it; this machine's onnxruntime has only the CPU provider.
-FAKE_GPU = Device("cuda:0", "cuda", True, "", backend=devices._BACKENDS["cuda"])
+FAKE_GPU = Device("cuda:0", "cuda", True, "", backend=devices.BACKENDS["cuda"])
 
 
 def test_onnxruntime_expands_to_each_provider_of_the_device():
@@ -150,6 +150,6 @@ def test_an_operator_no_exporter_takes_is_named(tmp_path):
 def test_the_cli_lists_every_provider_backend_a_device_kind_offers():
     from accelbench.cli import run as cli
 
-    offered = [p for b in devices._BACKENDS.values() for p in b.onnxruntime_providers]
+    offered = [p for b in devices.BACKENDS.values() for p in b.onnxruntime_providers]
     offered += ["ROCMExecutionProvider", "MIGraphXExecutionProvider"]  # a ROCm build's
     assert {backend_name(p) for p in offered} == set(cli.BACKENDS) - {"torch", "onnxruntime"}

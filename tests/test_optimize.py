@@ -160,7 +160,7 @@ def test_on_an_nvidia_gpu_the_ladder_adds_tf32_cuda_graphs_and_tensorrt_int8():
         True,
         "",
         dtypes=devices.DtypeSupport(fp16=True, bf16=True, tf32=True),
-        backend=devices._BACKENDS["cuda"],
+        backend=devices.BACKENDS["cuda"],
     )
     base = make_spec(get_workload("resnet50"), gpu, mode="infer")
     names = _names(ladder(base, gpu, RESNET, LEVERS))

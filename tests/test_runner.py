@@ -2,7 +2,8 @@ from dataclasses import replace
 
 import torch
 
-from accelbench.devices import _Cpu, resolve_devices
+from accelbench.devices import resolve_devices
+from accelbench.devices.cpu import CpuBackend
 from accelbench.devices.power import PowerMeter
 from accelbench.engine.runner import run_one
 from accelbench.workloads import get_workload
@@ -78,7 +79,7 @@ class _StillCounter:
         )
 
 
-class _StillCpu(_Cpu):
+class _StillCpu(CpuBackend):
     def power_meter(self, index):
         return PowerMeter(_StillCounter())
 

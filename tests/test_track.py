@@ -2,11 +2,12 @@ from dataclasses import replace
 
 import pytest
 
-from accelbench.devices import _Cpu, resolve_devices
+from accelbench.devices import resolve_devices
+from accelbench.devices.cpu import CpuBackend
 from accelbench.engine.track import track
 
 
-class LoggingCpu(_Cpu):
+class LoggingCpu(CpuBackend):
     """The CPU backend, logging each synchronize so the order of events can be checked."""
 
     def __init__(self, log):

@@ -17,9 +17,9 @@ from accelbench.workflows.verify import (
     MIN_BASELINE_ACCURACY,
     Settings,
     check_workload,
-    judge,
+    digits_for,
+    judge_against_baseline,
     load_digits,
-    prepare,
     runs_to_verify,
     shape_inputs,
     verify,
@@ -85,11 +85,11 @@ BASELINE = _result(**_facts([2.3, 0.6, 0.2], 0.95))
 
 
 def _judged(candidate, settings=None):
-    return judge(candidate, BASELINE, settings or Settings()).metrics["verify"]
+    return judge_against_baseline(candidate, BASELINE, settings or Settings()).metrics["verify"]
 
 
 def test_the_baseline_is_judged_against_itself():
-    facts = judge(BASELINE, BASELINE, Settings()).metrics["verify"]
+    facts = judge_against_baseline(BASELINE, BASELINE, Settings()).metrics["verify"]
     assert facts["verdict"] == "baseline"
     assert facts["accuracy_diff_points"] == 0 and facts["max_loss_deviation"] == 0
 
@@ -126,8 +126,13 @@ def test_a_loss_that_is_not_finite_diverges():
 
 def test_a_baseline_that_learned_too_little_makes_the_rest_inconclusive():
     weak = _result(**_facts([2.3, 2.2, 2.1], MIN_BASELINE_ACCURACY - 0.2))
-    assert judge(weak, weak, Settings()).metrics["verify"]["verdict"] == "inconclusive"
-    other = judge(_result("cuda:0", **_facts([2.3, 2.2, 2.1], 0.4)), weak, Settings())
+    assert (
+        judge_against_baseline(weak, weak, Settings()).metrics["verify"]["verdict"]
+        == "inconclusive"
+    )
+    other = judge_against_baseline(
+        _result("cuda:0", **_facts([2.3, 2.2, 2.1], 0.4)), weak, Settings()
+    )
     facts = other.metrics["verify"]
     assert facts["verdict"] == "inconclusive"
     assert (
@@ -135,17 +140,19 @@ def test_a_baseline_that_learned_too_little_makes_the_rest_inconclusive():
         in (facts["inconclusive_because"])
     )
     assert "held-out accuracy -30.0 points" in facts["reasons"][0]  # shown, not decisive
-    table = verify_table([judge(weak, weak, Settings()), other], width=300)
+    table = verify_table([judge_against_baseline(weak, weak, Settings()), other], width=300)
     assert table.count("CPU fp32 reached only 70.0%") == 1  # said once, not on every row
     assert "INCONCLUSIVE (differs anyway: held-out accuracy -30.0 points" in table
 
 
 def test_a_failed_baseline_leaves_nothing_to_compare_against():
     failed = _result(status="oom", error="OutOfMemoryError: no", **_facts([], 0))
-    facts = judge(_result("cuda:0", **_facts([2.3, 0.6, 0.2], 0.95)), failed, Settings())
+    facts = judge_against_baseline(
+        _result("cuda:0", **_facts([2.3, 0.6, 0.2], 0.95)), failed, Settings()
+    )
     assert facts.metrics["verify"]["verdict"] == "inconclusive"
     assert "CPU fp32 ended with oom" in facts.metrics["verify"]["inconclusive_because"]
-    assert judge(failed, failed, Settings()).metrics["verify"]["verdict"] == "oom"
+    assert judge_against_baseline(failed, failed, Settings()).metrics["verify"]["verdict"] == "oom"
 
 
 def test_digits_split_the_same_way_every_time():
@@ -187,7 +194,7 @@ def test_a_head_with_fewer_than_ten_classes_is_refused(models):
 
 def test_a_batch_larger_than_the_training_set_is_refused():
     with pytest.raises(UsageError, match="a batch of 2000 is more than the 1437 training"):
-        prepare(get_workload("seed-cnn"), Settings(batch_size=2000))
+        digits_for(get_workload("seed-cnn"), Settings(batch_size=2000))
 
 
 def _unavailable_gpu():

@@ -129,12 +129,12 @@ class OrtPrepared:
 def build_session(spec: RunSpec, workload: Workload, device: Device) -> OrtPrepared:
     """Export `workload` at the spec's batch, quantize for int8, open a session on the provider."""
     ort = require_onnxruntime()
-    from ..exporters.common import prepare
+    from ..exporters.common import exportable
 
     provider = provider_of(spec.backend, device)
     assert provider is not None, unsupported(spec, device)
     precision = "fp16" if spec.precision == "fp16" else "fp32"  # int8 is quantized from fp32
-    exported = prepare(workload, precision, spec.batch_size, dynamic_batch=False)
+    exported = exportable(workload, precision, spec.batch_size, dynamic_batch=False)
     with tempfile.TemporaryDirectory(prefix="accelbench-ort-") as scratch:
         path, exporter = _onnx_file(exported, Path(scratch), spec.precision, provider)
         # No silent fallback: ONNX Runtime would otherwise rebuild a failed session (or a failed

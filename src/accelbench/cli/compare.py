@@ -83,6 +83,7 @@ def handle(args: argparse.Namespace) -> int:
 def _regressions(args: argparse.Namespace, store: Store) -> int:
     """The candidate run against the baseline run: exit 1 when a configuration slowed down."""
     from ..analysis.compare import compare_runs
+    from ..levers import spec_json
     from ..render.console import changes_table
 
     base, cand = (_run(store, ref) for ref in (args.baseline, args.candidate))
@@ -91,7 +92,7 @@ def _regressions(args: argparse.Namespace, store: Store) -> int:
         emit_json(
             [
                 {
-                    "spec": c.baseline.spec.to_dict(),
+                    "spec": spec_json(c.baseline.spec),
                     "speedup": c.speedup.to_dict() if c.speedup else None,
                     "candidate_status": c.candidate.status,
                     "regression": c.regression,

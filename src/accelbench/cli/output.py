@@ -57,7 +57,8 @@ def exit_code(statuses: Iterable[str]) -> int:
 
 
 def result_json(result: Result) -> dict[str, Any]:
-    """A result as the --json outputs show it: everything, with its configuration's label."""
-    from ..levers import label
+    """A result as the --json outputs show it: everything, with its configuration's label and
+    every lever's value in its spec."""
+    from ..levers import label, spec_json
 
-    return result.to_dict(label=label(result.spec))
+    return {**result.to_dict(label=label(result.spec)), "spec": spec_json(result.spec)}

@@ -107,7 +107,7 @@ def _add_training(verify: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     from ..engine.track import progress_bar
     from ..store.db import Store
-    from ..workflows.verify import FAILED, Settings, prepare, runs_to_verify, verify
+    from ..workflows.verify import FAILED, Settings, digits_for, runs_to_verify, verify
     from ..workloads import load_workload
 
     settings = Settings(
@@ -118,7 +118,7 @@ def handle(args: argparse.Namespace) -> int:
         loss_tolerance=args.loss_tolerance,
     )
     workload = load_workload(workload_ref(args))
-    data = prepare(workload, settings)  # every input checked before the database is opened
+    data = digits_for(workload, settings)  # every input checked before the database is opened
     devices = _devices(args.devices)
     total = len(runs_to_verify(devices, args.precisions)) * args.epochs
     with Store(db_path(args)) as store, progress_bar(disable=args.quiet) as bar:

@@ -44,27 +44,13 @@ _EXPORTS = {
     "set_tf32": "tf32_switch",
     "tf32": "tf32_switch",
 }
-# Names of the single module this package replaced, still used by tests that fake a device.
-_FORMER = {
-    "_Backend": ("base", "DeviceBackend"),
-    "_BACKENDS": ("discovery", "BACKENDS"),
-    "_Cpu": ("cpu", "CpuBackend"),
-    "_Cuda": ("cuda", "CudaBackend"),
-    "_Mps": ("mps", "MpsBackend"),
-    "_Xpu": ("xpu", "XpuBackend"),
-}
-
 __all__ = [*_EXPORTS]
 
 
 def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        module, attribute = _EXPORTS[name], name
-    elif name in _FORMER:
-        module, attribute = _FORMER[name]
-    else:
+    if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), attribute)
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
 
 
 if TYPE_CHECKING:  # let type checkers and editors see the real names

@@ -73,7 +73,7 @@ class Exportable:
         return torch.randint(0, max(high, 2), self.example.shape, generator=generator)
 
 
-def prepare(workload: Workload, precision: str, batch: int, dynamic_batch: bool) -> Exportable:
+def exportable(workload: Workload, precision: str, batch: int, dynamic_batch: bool) -> Exportable:
     torch.manual_seed(0)
     module = _Forward(workload, workload.build_model()).eval()
     example, _ = workload.make_batch(torch.Generator().manual_seed(0), batch)
@@ -96,7 +96,7 @@ def export_model(
     """Export to each target in turn; files appear whole or not at all."""
     if not out_dir.is_dir():
         raise UsageError(f"cannot write to {out_dir}: no such directory")
-    model = prepare(workload, precision, batch, dynamic_batch)
+    model = exportable(workload, precision, batch, dynamic_batch)
     stem = workload.name.replace("/", "_").replace(":", "_")
     return [exporters[t](model, out_dir / stem) for t in targets]
 

@@ -24,6 +24,7 @@ from .registry import (
     eager,
     label,
     ladder_groups,
+    spec_json,
     spec_with,
     unsupported_reason,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "label",
     "ladder_groups",
     "register",
+    "spec_json",
     "spec_with",
     "unsupported_reason",
 ]

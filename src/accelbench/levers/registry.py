@@ -27,6 +27,15 @@ def label(spec: RunSpec) -> str:
     return " ".join(p for p in parts if p)
 
 
+def spec_json(spec: RunSpec) -> dict[str, Any]:
+    """A spec as --json shows it: its fields and every lever's value by name, defaults too (a
+    lever stored by a plugin this process has not loaded shows as stored)."""
+    out = {k: v for k, v in spec.to_dict().items() if k != "levers"}
+    out.update(spec.levers)
+    out.update({lever.name: lever.value(spec) for lever in all_levers()})
+    return out
+
+
 def active_levers(spec: RunSpec) -> list[Lever]:
     """The levers `spec` asks for, in the order they apply."""
     return sorted(

@@ -22,7 +22,7 @@ from ..workloads import Workload
 __all__ = [
     "Rung",
     "Tolerance",
-    "Verdict",
+    "Assessment",
     "assess",
     "ladder",
     "levers_not_tried",
@@ -112,7 +112,7 @@ def levers_not_tried(
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Assessment:
     """One rung measured: its speedup over fp32 eager, whether its drift is allowed, and what a
     person should know about it."""
 
@@ -139,24 +139,26 @@ class Verdict:
         }
 
 
-def assess(rungs: Sequence[Rung], results: Sequence[Result], tolerance: Tolerance) -> list[Verdict]:
+def assess(
+    rungs: Sequence[Rung], results: Sequence[Result], tolerance: Tolerance
+) -> list[Assessment]:
     """Each rung against the first (fp32 eager)."""
     base = results[0]
     launch_bound = _launch_bound(base)
     out = []
     for rung, result in zip(rungs, results, strict=True):
         if result.measurement is None:
-            out.append(Verdict(rung, result, None, result.error or result.status, ""))
+            out.append(Assessment(rung, result, None, result.error or result.status, ""))
         elif result is base:
-            out.append(Verdict(rung, result, None, None, "", baseline=True))
+            out.append(Assessment(rung, result, None, None, "", baseline=True))
         else:
             ratio = speedup(result, base) if base.measurement else None
             refused = tolerance.breach(result.metrics.get("drift"))
-            out.append(Verdict(rung, result, ratio, refused, _note(rung, ratio, launch_bound)))
+            out.append(Assessment(rung, result, ratio, refused, _note(rung, ratio, launch_bound)))
     return out
 
 
-def recommend(verdicts: Sequence[Verdict]) -> Verdict:
+def recommend(verdicts: Sequence[Assessment]) -> Assessment:
     """The fastest variant within tolerance whose gain is real (its interval clears 1);
     fp32 eager when none is."""
     paying = [v for v in verdicts[1:] if v.speedup and v.refused is None and v.speedup.low > 1.0]

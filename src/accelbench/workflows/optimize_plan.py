@@ -19,7 +19,7 @@ from ..errors import AccelbenchError, UsageError
 from ..levers import ladder_groups
 from ..store.db import Store
 from ..workloads import Workload, WorkloadRef, load_workload
-from .optimize import Rung, Tolerance, Verdict, assess, ladder, levers_not_tried
+from .optimize import Assessment, Rung, Tolerance, assess, ladder, levers_not_tried
 
 __all__ = ["Ladder", "OptimizeRequest", "plan_ladder", "run_ladder"]
 
@@ -90,7 +90,7 @@ def _one_device(name: str) -> Device:
     return devices[0]
 
 
-def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> list[Verdict]:
+def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> list[Assessment]:
     """Every rung measured and stored, then judged against fp32 eager."""
     analyze = Analyzer(store.calibrations())
     results = []

@@ -56,9 +56,9 @@ __all__ = [
     "Digits",
     "Settings",
     "check_workload",
-    "judge",
+    "judge_against_baseline",
     "load_digits",
-    "prepare",
+    "digits_for",
     "runs_to_verify",
     "verify",
     "verify_one",
@@ -142,7 +142,7 @@ def check_workload(workload: Workload) -> None:
         )
 
 
-def prepare(workload: Workload, settings: Settings) -> Digits:
+def digits_for(workload: Workload, settings: Settings) -> Digits:
     """The data, once the workload and batch size are known to fit it (UsageError if not)."""
     check_workload(workload)
     data = load_digits()
@@ -283,7 +283,7 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def judge(result: Result, baseline: Result, settings: Settings) -> Result:
+def judge_against_baseline(result: Result, baseline: Result, settings: Settings) -> Result:
     """`result` with its comparison to the baseline and its verdict in metrics["verify"]:
     baseline, ok, diverges (with "reasons"), inconclusive (with "inconclusive_because" and any
     "reasons" found anyway), or the status of a failed run."""
@@ -379,7 +379,7 @@ def verify(
 
     `data` comes from `prepare`, which checks the input; it is called here when not given.
     """
-    data = data or prepare(workload, settings)
+    data = data or digits_for(workload, settings)
     sweep = uuid.uuid4().hex[:12]
     results: list[Result] = []
     baseline: Result | None = None
@@ -388,7 +388,7 @@ def verify(
         result = verify_one(workload, device, precision, data, settings, progress)
         result = replace(result, sweep=sweep)
         baseline = baseline or result
-        result = judge(result, baseline, settings)
+        result = judge_against_baseline(result, baseline, settings)
         results.append(on_result(result) if on_result else result)
     return results
 

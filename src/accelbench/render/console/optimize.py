@@ -13,7 +13,7 @@ from .run_notes import onnxruntime_note
 from .table import new_table, render_table
 
 if TYPE_CHECKING:  # the types only: the optimize workflow imports torch
-    from ...workflows.optimize import Verdict
+    from ...workflows.optimize import Assessment
     from ...workflows.optimize_plan import Ladder
 
 __all__ = ["optimize_table"]
@@ -30,7 +30,7 @@ _OPTIMIZE_HEADERS = (
 
 
 def optimize_table(
-    verdicts: Sequence[Verdict], chosen: Verdict, ladder: Ladder, width: int = 120
+    verdicts: Sequence[Assessment], chosen: Assessment, ladder: Ladder, width: int = 120
 ) -> str:
     """The ladder as a table, what did not pay and why, and the recommendation with its code."""
     from ...workflows.optimize import settings_code
@@ -59,7 +59,7 @@ def optimize_table(
     return render_table(table, notes, width)
 
 
-def _rung_notes(v: Verdict) -> list[str]:
+def _rung_notes(v: Assessment) -> list[str]:
     """Why a rung failed or was refused, and what it should be known for."""
     notes = []
     if v.result.measurement is None:
@@ -71,7 +71,7 @@ def _rung_notes(v: Verdict) -> list[str]:
     return notes
 
 
-def _backend_notes(verdicts: Sequence[Verdict]) -> list[str]:
+def _backend_notes(verdicts: Sequence[Assessment]) -> list[str]:
     """How ONNX Runtime rows were timed and their memory read, which differs from PyTorch's."""
     notes = []
     for v in verdicts:
@@ -82,7 +82,7 @@ def _backend_notes(verdicts: Sequence[Verdict]) -> list[str]:
     return notes
 
 
-def _optimize_cells(v: Verdict) -> list[str]:
+def _optimize_cells(v: Assessment) -> list[str]:
     r = v.result
     if r.measurement is None:
         return [r.status.upper(), "", "", "", "", ""]
@@ -102,7 +102,7 @@ def _optimize_cells(v: Verdict) -> list[str]:
     ]
 
 
-def _recommendation(chosen: Verdict, baseline: Verdict, code: list[str]) -> list[str]:
+def _recommendation(chosen: Assessment, baseline: Assessment, code: list[str]) -> list[str]:
     if baseline.result.measurement is None:
         return ["no recommendation: fp32 eager, the baseline, did not run"]
     if chosen is baseline:
