@@ -9,6 +9,7 @@ from accelbench.analysis.compare import compare, compare_runs, speedup
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.errors import UsageError
+from accelbench.levers import find_dimension
 from accelbench.store.db import Store
 
 from .conftest import run_cli
@@ -59,7 +60,7 @@ def test_compare_by_device_uses_the_cpu_as_baseline_within_each_configuration():
         _result(0.2, device="cuda:0", precision="bf16"),
         _result(2.0, precision="bf16"),
     ]
-    rows = compare(results, "device").rows
+    rows = compare(results, find_dimension("device")).rows
     versus = {(r.result.spec.precision, r.value): r.speedup for r in rows}
     assert versus[("fp32", "cpu")] is None  # the baseline itself
     assert versus[("fp32", "cuda:0")].ratio == pytest.approx(10, rel=0.05)
@@ -67,7 +68,9 @@ def test_compare_by_device_uses_the_cpu_as_baseline_within_each_configuration():
 
 
 def test_devices_on_two_machines_are_told_apart():
-    rows = compare([_result(1.0, host="laptop"), _result(0.5, host="server")], "device").rows
+    rows = compare(
+        [_result(1.0, host="laptop"), _result(0.5, host="server")], find_dimension("device")
+    ).rows
     assert sorted(r.value for r in rows) == ["laptop/cpu", "server/cpu"]
 
 
@@ -79,14 +82,14 @@ def test_compare_by_batch_uses_samples_per_second_in_numeric_order():
         measurement=Measurement(tuple(0.15 * (1 + 0.01 * i) for i in range(10))),
         environment={"host": "laptop", "machine": "laptop"},
     )
-    rows = compare([big, small], "batch").rows
+    rows = compare([big, small], find_dimension("batch")).rows
     assert [r.value for r in rows] == ["64", "128"]  # 64 first: numbers, not text, order
     assert rows[1].speedup.ratio == pytest.approx((128 / 0.15) / (64 / 0.1), rel=0.05)
 
 
 def test_unknown_dimension():
     with pytest.raises(UsageError, match="cannot compare by 'colour'; valid: device"):
-        compare([], "colour")
+        find_dimension("colour")
 
 
 def test_compare_runs_flags_only_significant_slowdowns_past_the_threshold():

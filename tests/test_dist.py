@@ -10,6 +10,7 @@ import pytest
 
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
+from accelbench.levers import spec_with
 from accelbench.workflows.benchmark import _with_scaling
 
 from .conftest import run_cli
@@ -19,7 +20,7 @@ SPEC = RunSpec("mlp", "cpu", 100, 1)
 
 def _made(processes, seconds):
     return Result(
-        spec=SPEC.__class__(**{**SPEC.__dict__, "processes": processes}),
+        spec=spec_with(SPEC, processes=processes),
         status="ok",
         measurement=Measurement((seconds,) * 6),
     )

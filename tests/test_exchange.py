@@ -116,7 +116,9 @@ BAD_FILES = {
         "spec has fields",
     ),
     "bad pruning": (
-        lambda p: _broken(p, lambda d: d["results"][0]["spec"].update(pruning="channels:2")),
+        lambda p: _broken(
+            p, lambda d: d["results"][0]["spec"]["levers"].update(pruning="channels:2")
+        ),
         "result 1 of 2 is damaged: pruning amount must be between 0 and 1",
     ),
 }

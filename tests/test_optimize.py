@@ -77,7 +77,7 @@ def test_the_recommendation_refuses_a_variant_whose_drift_exceeds_the_tolerance(
 
 def test_a_variant_that_does_not_pay_is_said_so_and_fp32_stays():
     base = make_spec(get_workload("seed-cnn"), CPU, mode="infer")
-    pruned = base.__class__(**{**base.__dict__, "pruning": "unstructured:0.5"})
+    pruned = spec_with(base, pruning="unstructured:0.5")
     rungs = [Rung("fp32 eager", base), Rung("pruned unstructured:0.5", pruned)]
     results = [_result(base, 1.0), _result(pruned, 1.0, {"max_rel_error": 0.01}, seed=3)]
     verdicts = assess(rungs, results, Tolerance())

@@ -35,7 +35,7 @@ def test_a_run_measures_and_fingerprints():
     env = result.environment
     for key in ("host", "os", "cpu", "python", "torch", "accelbench", "device", "device_model"):
         assert env[key], key
-    assert result.to_dict()["samples_per_s_median"] > 0
+    assert result.to_dict(label="x")["samples_per_s_median"] > 0
 
 
 def test_failures_become_results_and_the_sweep_goes_on():

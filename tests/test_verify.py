@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from accelbench.analysis.compare import compare
+from accelbench.analysis.compare import DEVICE, compare
 from accelbench.core.result import Result, RunSpec
 from accelbench.devices import find_device
 from accelbench.errors import UsageError
@@ -261,7 +261,7 @@ def test_cli_verify_runs_end_to_end_and_stores_the_runs(models, tmp_path):
     assert stored[1].verification == bf16
     listed = results_table(stored, width=300)
     assert "verify ok: " in listed and "verify baseline: " in listed
-    assert compare(stored, "device").rows == ()  # no timing to compare
+    assert compare(stored, DEVICE).rows == ()  # no timing to compare
 
 
 def test_cli_verify_flags_a_precision_that_breaks_training(models, tmp_path):

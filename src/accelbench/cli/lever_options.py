@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from ..core.result import Value
-from ..levers import Lever, all_levers
+if TYPE_CHECKING:  # the registry loads when the parser is built, inside main's error handling
+    from ..core.result import Value
+    from ..levers import Lever
 
 __all__ = ["add_lever_options", "lever_values"]
 
@@ -17,6 +19,8 @@ def add_lever_options(
 ) -> None:
     """One list-valued option per lever, in the --help section the lever names (made here
     when `groups` does not have it yet)."""
+    from ..levers import all_levers
+
     for lever in all_levers():
         if lever.group_title not in groups:
             groups[lever.group_title] = parser.add_argument_group(lever.group_title)
@@ -32,6 +36,8 @@ def add_lever_options(
 
 def lever_values(args: argparse.Namespace) -> dict[str, tuple[Value, ...]]:
     """Each lever's values as asked for, by lever name (before `Lever.sweep_values`)."""
+    from ..levers import all_levers
+
     return {lever.name: getattr(args, _dest(lever)) for lever in all_levers()}
 
 

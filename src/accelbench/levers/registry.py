@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.compare import BASE_DIMENSIONS, Dimension
 from ..core.result import DEFAULT_BACKEND, PRECISIONS, RunSpec
+from ..errors import UsageError
 from .base import Lever, all_levers, find_lever
 
 if TYPE_CHECKING:
@@ -93,6 +94,14 @@ def dimensions() -> dict[str, Dimension]:
         if lever.dimension:
             found[lever.dimension] = _dimension(lever)
     return found
+
+
+def find_dimension(name: str) -> Dimension:
+    """The dimension `compare --by NAME` means; UsageError names the valid ones."""
+    found = dimensions()
+    if name not in found:
+        raise UsageError(f"cannot compare by {name!r}; valid: {', '.join(found)}")
+    return found[name]
 
 
 def _dimension(lever: Lever) -> Dimension:
