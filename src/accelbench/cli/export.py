@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..core.vocab import EXPORT_TARGETS
 from .options import Commands, ListOf, OneOf, add_json, add_model_options, count, workload_ref
 from .output import emit_json, width
-
-EXPORT_TARGETS = ("onnx", "coreml")
 
 
 def add_parser(commands: Commands) -> None:

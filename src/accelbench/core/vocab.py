@@ -1,12 +1,13 @@
 """The vocabularies the library and the command line share (modes, precisions, statuses,
-backends) and the workload measured when none is named; they import neither torch nor numpy,
-so `accelbench --help` can offer them and stay instant."""
+backends, export targets) and the workload measured when none is named; they import neither
+torch nor numpy, so `accelbench --help` can offer them and stay instant."""
 
 from __future__ import annotations
 
 __all__ = [
     "BACKENDS",
     "DEFAULT_WORKLOAD",
+    "EXPORT_TARGETS",
     "MODES",
     "ONNXRUNTIME",
     "ORT_PROVIDERS",
@@ -24,5 +25,7 @@ TORCH = "torch"
 ONNXRUNTIME = "onnxruntime"
 ORT_PROVIDERS = ("cpu", "cuda", "tensorrt", "rocm", "migraphx", "coreml", "openvino")
 BACKENDS = (TORCH, ONNXRUNTIME, *(f"{ONNXRUNTIME}-{p}" for p in ORT_PROVIDERS))
+
+EXPORT_TARGETS = ("onnx", "coreml")  # what `accelbench export --to` writes (accelbench.exporters)
 
 DEFAULT_WORKLOAD = "seed-cnn"  # seed 000's benchmark, what `run` measures with no arguments

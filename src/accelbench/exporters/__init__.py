@@ -3,6 +3,4 @@
 
 from .common import ExportReport, export_model
 
-__all__ = ["ExportReport", "TARGETS", "export_model"]
-
-TARGETS = ("onnx", "coreml")
+__all__ = ["ExportReport", "export_model"]
