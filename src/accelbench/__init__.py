@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .core.version import __version__
 
-# public name -> module that defines it
+# public name -> module that defines it ("module:name" where the name there differs)
 _EXPORTS = {
     "AccelbenchError": "errors",
     "benchmark": "workflows.benchmark",
@@ -33,16 +33,20 @@ _EXPORTS = {
     "get_workload": "workloads",
     "list_workloads": "workloads",
     "register": "workloads",
+    "Lever": "levers",
+    "Variant": "levers",
+    "register_lever": "levers:register",
+    "label": "levers",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    if name not in _EXPORTS:
         raise AttributeError(f"module 'accelbench' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+    module, _, attribute = _EXPORTS[name].partition(":")
+    return getattr(importlib.import_module(f".{module}", __name__), attribute or name)
 
 
 if TYPE_CHECKING:  # let type checkers and editors see the real names
@@ -53,6 +57,8 @@ if TYPE_CHECKING:  # let type checkers and editors see the real names
     from .engine.runner import make_spec, run_config, run_one
     from .engine.track import track
     from .errors import AccelbenchError
+    from .levers import Lever, Variant, label
+    from .levers import register as register_lever
     from .store.db import Store
     from .workflows.benchmark import benchmark
     from .workloads import Workload, get_workload, list_workloads, register
