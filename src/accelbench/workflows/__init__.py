@@ -1,1 +1,2 @@
-
+"""What a user asks for, as typed requests in and Results out: benchmark sweeps, the
+optimization ladder, training verification."""
