@@ -1,4 +1,4 @@
-"""Figures and names as text, the same in every renderer: sizes, durations, rates, labels."""
+"""Figures as text, the same in every renderer: sizes, durations, rates."""
 
 from __future__ import annotations
 
