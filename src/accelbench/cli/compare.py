@@ -22,7 +22,7 @@ def add_parser(commands: Commands) -> None:
         "compare",
         help="results side by side with bootstrap confidence intervals; or a regression check",
         description="Compare results that differ in one dimension (--by), each against a "
-        "baseline, with a bootstrap 95%% CI from the raw samples; or check a candidate run "
+        "baseline, with a bootstrap 95% CI from the raw samples; or check a candidate run "
         "against a baseline run (--baseline RUN --candidate RUN) and exit 1 on a regression.",
     )
     compare.add_argument(

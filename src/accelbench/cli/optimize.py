@@ -35,7 +35,7 @@ def add_parser(commands: Commands) -> None:
         description="The optimization ladder: fp32 eager, each lever alone (tf32, fp16, bf16, "
         "channels_last, torch.compile, CUDA graphs; for inference also int8 through ONNX "
         "Runtime and pruning), and the stacks that make sense, each measured in its own "
-        "process with its speedup over fp32 eager (bootstrap 95%% CI) and its drift from the "
+        "process with its speedup over fp32 eager (bootstrap 95% CI) and its drift from the "
         "fp32 model on the same inputs. Recommends the fastest variant within the tolerance. "
         "Exit code 0 when every variant ran or was unsupported, 1 when one failed (OOM, error, "
         "timeout), 2 for bad input.",
