@@ -287,3 +287,13 @@ def test_a_status_outside_the_vocabulary_is_refused():
     out = run_cli("results", "--status", "fine")
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     assert "argument --status: invalid value 'fine'; valid: ok, oom, error, timeout" in out.stderr
+
+
+def test_no_help_text_shows_a_doubled_percent_sign():
+    """argparse %-formats help strings but not descriptions: a '%%' there would print as is."""
+    from accelbench.cli.main import build_parser
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in subparsers.choices.items():
+        assert "%%" not in sub.format_help(), name
