@@ -113,3 +113,22 @@ def test_stored_lever_values_are_checked():
             check_levers(RunSpec("m", "cpu", 1, 1, levers=levers))
     with pytest.raises(KeyError, match="registered"):
         find_lever("colour")
+
+
+def test_a_lever_needs_a_name_and_an_option_of_its_own():
+    from accelbench.levers import Lever, register
+
+    class Twice(Lever):
+        name, option = "threads", "--more-threads"
+
+    class Clash(Lever):
+        name, option = "clash", "--threads"
+
+    class Silent(Lever):
+        name = "silent"
+
+    for cls, message in ((Twice, "registered twice"), (Clash, "option of its own"),
+                         (Silent, "option of its own")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            register(cls)
+    assert "clash" not in [lever.name for lever in all_levers()]

@@ -226,9 +226,8 @@ def register(cls: type[Lever]) -> type[Lever]:
     lever = cls()
     if not lever.name or lever.name in _LEVERS:
         raise ValueError(f"lever {lever.name!r} is registered twice or has no name")
-    taken = {other.option for other in _LEVERS.values()} | {""}
-    if lever.option in taken and lever.option:
-        raise ValueError(f"lever {lever.name!r} reuses the option {lever.option}")
+    if not lever.option.startswith("--") or lever.option in (o.option for o in _LEVERS.values()):
+        raise ValueError(f"lever {lever.name!r} needs an option of its own, not {lever.option!r}")
     _LEVERS[lever.name] = lever
     return cls
 
