@@ -120,3 +120,20 @@ def test_metrics_read_the_same_after_the_database(tmp_path):
         "CPUExecutionProvider",
     )
     assert after.probe is not None and after.probe.step_time_s == 0.01
+
+
+def test_writers_records_read_back_as_the_values_that_wrote_them():
+    probe = keys.Probe(batch_size=4, step_time_s=0.02, blocks=5)
+    assert probe.to_metrics() == {keys.PROBE: {"batch_size": 4, "step_time_s": 0.02, "blocks": 5}}
+    assert Metrics(probe.to_metrics()).probe == probe
+    tag = keys.OptimizeTag("bf16", {"max_rel_error": 0.05, "min_top1": 0.95})
+    assert Metrics(tag.to_metrics()).optimize == tag
+    # a probe recorded without its block count still gives the verdict its batch and time
+    assert Metrics({keys.PROBE: {"batch_size": 2, "step_time_s": 0.1}}).probe == keys.Probe(2, 0.1)
+
+
+def test_a_result_reads_its_own_metrics_through_the_typed_view():
+    result = _result({keys.VERIFY: {"verdict": "ok", "accuracy": 0.9}, keys.SETUP_S: 2.0})
+    assert result.facts.setup_s == 2.0
+    assert result.verification == Verification(verdict="ok", accuracy=0.9)
+    assert _result({}).verification is None

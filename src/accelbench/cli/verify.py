@@ -133,12 +133,13 @@ def handle(args: argparse.Namespace) -> int:
             on_epoch=lambda device, precision, epoch: bar.advance(task),
         )
     _print(args, results, devices, store.path)
-    failed = [
-        r
-        for r in results
-        if r.status in FAILED or (r.verification or {}).get("verdict") in DIVERGED
-    ]
+    failed = [r for r in results if r.status in FAILED or _verdict(r) in DIVERGED]
     return 1 if failed else 0
+
+
+def _verdict(result: Result) -> str:
+    verification = result.verification
+    return verification.verdict if verification else ""
 
 
 def _print(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.compare import Row
-from ..core.metrics import Metrics
 from ..core.result import Result
 from ..levers import label
 
@@ -45,4 +44,4 @@ def row_cells(row: Row) -> list[str]:
 def failures(results: Sequence[Result]) -> list[Result]:
     """Results that failed or were unsupported. Verify results carry no measurement either,
     but they are not failures of a benchmark."""
-    return [r for r in results if r.measurement is None and Metrics(r.metrics).verification is None]
+    return [r for r in results if r.measurement is None and r.facts.verification is None]

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...analysis.compare import Change, Comparison
-from ...core.metrics import Metrics
 from ...core.result import Result
 from ...levers import label
 from ..text import interval, number
@@ -54,7 +53,7 @@ def results_table(results: Sequence[Result], width: int = 120) -> str:
 def _status(r: Result) -> str:
     """A stored result's status; a verify result's verdict and accuracy with it."""
     status = r.status if r.status == "ok" else f"{r.status}: {r.error}"
-    facts = Metrics(r.metrics).verification
+    facts = r.facts.verification
     if facts is None:
         return status
     if r.status != "ok":
