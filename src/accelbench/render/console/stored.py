@@ -10,24 +10,13 @@ from collections.abc import Sequence
 from ...analysis.compare import Change, Comparison
 from ...core.result import Result
 from ...levers import label
+from ..rows import RESULT_COLUMNS
 from ..text import interval, number
 from .table import new_table, render_table
 
 __all__ = ["changes_table", "compare_table", "results_table"]
 
-_RESULTS_HEADERS = (
-    "id",
-    "when (UTC)",
-    "workload",
-    "device",
-    "model",
-    "configuration",
-    "it/s",
-    "95% CI",
-    "samples/s",
-    "status",
-    "host",
-)
+_RESULTS_HEADERS = ("id", "when (UTC)", *RESULT_COLUMNS, "status", "host")
 
 
 def results_table(results: Sequence[Result], width: int = 120) -> str:
