@@ -100,7 +100,8 @@ class Result:
     """One configuration's outcome. A failure keeps its status and message and no samples.
 
     `metrics` holds figures derived in the worker beyond timing (set-up time, FLOPs, power...),
-    each under a documented key, so new ones need no schema change.
+    each under a key that `core.metrics` names and documents, so new ones need no schema change;
+    `facts` reads them typed.
     """
 
     spec: RunSpec
