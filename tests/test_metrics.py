@@ -3,8 +3,12 @@ stored result reads the same after a trip through the database."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import torch
 
+import accelbench
 from accelbench.analysis.drift import compare_outputs
 from accelbench.core import metrics as keys
 from accelbench.core.metrics import (
@@ -120,3 +124,64 @@ def test_metrics_read_the_same_after_the_database(tmp_path):
         "CPUExecutionProvider",
     )
     assert after.probe is not None and after.probe.step_time_s == 0.01
+
+
+def test_writers_records_read_back_as_the_values_that_wrote_them():
+    probe = keys.Probe(batch_size=4, step_time_s=0.02, blocks=5)
+    assert probe.to_metrics() == {keys.PROBE: {"batch_size": 4, "step_time_s": 0.02, "blocks": 5}}
+    assert Metrics(probe.to_metrics()).probe == probe
+    tag = keys.OptimizeTag("bf16", {"max_rel_error": 0.05, "min_top1": 0.95})
+    assert Metrics(tag.to_metrics()).optimize == tag
+    # a probe recorded without its block count still gives the verdict its batch and time
+    assert Metrics({keys.PROBE: {"batch_size": 2, "step_time_s": 0.1}}).probe == keys.Probe(2, 0.1)
+
+
+def test_a_result_reads_its_own_metrics_through_the_typed_view():
+    result = _result({keys.VERIFY: {"verdict": "ok", "accuracy": 0.9}, keys.SETUP_S: 2.0})
+    assert result.facts.setup_s == 2.0
+    assert result.verification == Verification(verdict="ok", accuracy=0.9)
+    assert _result({}).verification is None
+
+
+def _metrics_keys_spelled_out(tree: ast.AST) -> list[int]:
+    """Lines that read `….metrics["key"]` / `….metrics.get("key")` or write
+    `metrics={"key": …}` with the key as a literal rather than a core.metrics constant."""
+
+    def is_metrics(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr == "metrics") or (
+            isinstance(node, ast.Name) and node.id == "metrics"
+        )
+
+    def literal(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and is_metrics(node.value) and literal(node.slice):
+            found.append(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            get = node.func.attr == "get" and is_metrics(node.func.value)
+            if get and node.args and literal(node.args[0]):
+                found.append(node.lineno)
+        if isinstance(node, ast.keyword) and node.arg == "metrics":
+            value = node.value
+            if isinstance(value, ast.Dict) and any(literal(k) for k in value.keys):
+                found.append(value.lineno)
+    return found
+
+
+def test_no_module_spells_a_metrics_key_outside_core_metrics():
+    package = Path(accelbench.__file__).parent
+    spelled = {
+        f"{path.relative_to(package)}:{line}"
+        for path in package.rglob("*.py")
+        if path != package / "core" / "metrics.py"
+        for line in _metrics_keys_spelled_out(ast.parse(path.read_text()))
+    }
+    assert not spelled, f"use the key constants of accelbench.core.metrics: {sorted(spelled)}"
+
+
+def test_the_check_sees_a_key_spelled_out():
+    code = 'a = r.metrics["drift"]\nb = r.metrics.get("probe")\nc = Result(metrics={"verify": 1})'
+    assert _metrics_keys_spelled_out(ast.parse(code)) == [1, 2, 3]
+    assert _metrics_keys_spelled_out(ast.parse("a = r.metrics[keys.DRIFT]")) == []

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from accelbench.core.metrics import Drift
 from accelbench.core.result import Result
 from accelbench.core.stats import Measurement
 from accelbench.devices import resolve_devices
@@ -93,10 +94,12 @@ def test_a_variant_that_does_not_pay_is_said_so_and_fp32_stays():
         ({"max_rel_error": 0.01}, None),  # not a classifier: no top-1 to hold it to
         ({"error": "boom"}, "could not be measured (boom)"),
         ({"max_rel_error": None, "not_finite": True}, "NaN or infinity"),
+        ({}, "could not be measured (no figure)"),  # an empty record is no figure
+        ({"samples": 2}, "could not be measured (no figure)"),
     ],
 )
 def test_tolerance(drift, breach):
-    got = Tolerance().breach(drift)
+    got = Tolerance().breach(Drift.from_record(drift))
     assert got == breach if breach is None else breach in got
 
 

@@ -189,11 +189,13 @@ def fake_nvml(monkeypatch) -> FakeNvml:
 def test_nvml_without_the_package_names_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails as if not installed
     reason = NvmlPower(0).available()
-    assert reason == "nvidia-ml-py is not installed: pip install nvidia-ml-py"
+    assert reason == (
+        "nvidia-ml-py is needed for GPU power through NVML: pip install 'accelbench[power]'"
+    )
     with PowerMeter(NvmlPower(0)) as meter:
         pass
     assert meter.reading is None
-    assert "pip install nvidia-ml-py" in meter.unavailable_reason
+    assert meter.unavailable_reason == f"power not measurable here: {reason}"
 
 
 def test_nvml_energy_counter_gives_exact_joules(fake_nvml):

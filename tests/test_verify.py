@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from accelbench.analysis.compare import DEVICE, compare
+from accelbench.core.metrics import Verification
 from accelbench.core.result import Result, RunSpec
 from accelbench.devices import find_device
 from accelbench.errors import UsageError
@@ -223,7 +224,7 @@ def test_an_unavailable_device_becomes_a_failed_row_without_training(models):
     result = verify_one(workload, gpu, "fp32", load_digits(), Settings())
     assert result.status == "error"
     assert result.error == "cuda:7 is not available here: none here"
-    assert result.verification is not None and "loss_curve" not in result.verification
+    assert result.verification is not None and result.verification.loss_curve is None
 
 
 def test_verify_trains_each_run_from_the_same_start(models):
@@ -232,10 +233,11 @@ def test_verify_trains_each_run_from_the_same_start(models):
     cpu = find_device("cpu")
     first, again = (verify(workload, [cpu], ["fp32"], settings) for _ in range(2))
     facts = first[0].verification
-    assert facts is not None and len(facts["loss_curve"]) == 4
-    assert facts["loss_curve"] == again[0].verification["loss_curve"]  # deterministic
-    assert facts["loss_curve"][-1] < facts["loss_curve"][0]  # it learns
-    assert facts["accuracy"] >= MIN_BASELINE_ACCURACY
+    repeated = again[0].verification
+    assert facts is not None and facts.loss_curve is not None and len(facts.loss_curve) == 4
+    assert repeated is not None and facts.loss_curve == repeated.loss_curve  # deterministic
+    assert (facts.loss_curve[-1] or 0) < (facts.loss_curve[0] or 0)  # it learns
+    assert facts.accuracy is not None and facts.accuracy >= MIN_BASELINE_ACCURACY
     assert first[0].spec.steps_per_block == 1437 // 64  # an epoch of full batches
     table = verify_table(first)
     assert "baseline" in table and "loss per epoch:" in table
@@ -258,7 +260,7 @@ def test_cli_verify_runs_end_to_end_and_stores_the_runs(models, tmp_path):
         stored = store.results()[::-1]
     assert [r.status for r in stored] == ["ok", "ok"]
     assert {r.sweep for r in stored} == {payload["sweep"]}
-    assert stored[1].verification == bf16
+    assert stored[1].verification == Verification.from_metrics({"verify": bf16})
     listed = results_table(stored, width=300)
     assert "verify ok: " in listed and "verify baseline: " in listed
     assert compare(stored, DEVICE).rows == ()  # no timing to compare

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from ..core import metrics as keys
 from ..core.peaks import PeakFigures
 from ..core.result import Result
 from ..devices import HOST_DEVICE, Device
@@ -63,11 +64,13 @@ class Analyzer:
         key = (result.spec.workload, result.spec.mode)
         if key not in self._flops:
             self._flops[key] = count_flops_per_sample(workload, result.spec.mode)
-        metrics = dict(result.metrics)
         # Channel pruning made the model itself cheaper: its worker counted the pruned model.
-        per_sample = (metrics.get("pruning") or {}).get("flops_per_sample", self._flops[key])
-        metrics.update(self._figures(result, per_sample, self.peaks(device)))
-        return replace(result, metrics=metrics)
+        pruning = result.facts.pruning
+        per_sample = self._flops[key]
+        if pruning is not None and pruning.flops_per_sample is not None:
+            per_sample = pruning.flops_per_sample
+        figures = self._figures(result, per_sample, self.peaks(device))
+        return replace(result, metrics={**result.metrics, **figures})
 
     def _figures(
         self, result: Result, per_sample: float | None, peaks: PeakFigures | None
@@ -79,20 +82,20 @@ class Analyzer:
         flops_per_step = None
         if per_sample is not None:
             flops_per_step = per_sample * spec.batch_size
-            out["flops_per_sample"] = per_sample
-            out["achieved_flops"] = flops_per_step / step_s
+            out[keys.FLOPS_PER_SAMPLE] = per_sample
+            out[keys.ACHIEVED_FLOPS] = flops_per_step / step_s
         peak = peaks.flops.get(spec.precision) if peaks else None
         if peak and flops_per_step:
-            out["peak_flops"] = peak
-            out["peak_source"] = peaks.source if peaks else ""
-            out["mfu"] = flops_per_step / step_s / peak
-        probe = result.metrics.get("probe") or {}
-        memory = result.peak_memory if result.metrics.get("memory_tensors_only") else None
+            out[keys.PEAK_FLOPS] = peak
+            out[keys.PEAK_SOURCE] = peaks.source if peaks else ""
+            out[keys.MFU] = flops_per_step / step_s / peak
+        probe = result.facts.probe
+        memory = result.peak_memory if result.facts.memory_tensors_only else None
         timing = Timing(
             batch=spec.batch_size,
             step_s=step_s,
-            probe_batch=probe.get("batch_size"),
-            probe_step_s=probe.get("step_time_s"),
+            probe_batch=probe.batch_size if probe else None,
+            probe_step_s=probe.step_time_s if probe else None,
             flops_per_step=flops_per_step,
             peak_flops=peak,
             bandwidth=peaks.bandwidth if peaks else None,
@@ -101,5 +104,5 @@ class Analyzer:
             # the step's traffic; caches in the peak make it rough, so the verdict says so.
             bytes_per_step=(2.0 if spec.mode == "train" else 1.0) * memory if memory else None,
         )
-        out["verdict"] = judge(timing).to_dict()
+        out[keys.VERDICT] = judge(timing).to_dict()
         return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .options import Commands, add_db, add_json
+from .options import Commands, add_output_options
 from .output import db_path, emit_json, width
 
 if TYPE_CHECKING:
@@ -27,8 +27,7 @@ def add_parser(commands: Commands) -> None:
         metavar="LIST",
         help="cpu, cuda, cuda:N, mps, xpu, xpu:N, or all (default)",
     )
-    add_json(calibrate)
-    add_db(calibrate)
+    add_output_options(calibrate, progress=False)
     calibrate.set_defaults(handler=handle)
 
 

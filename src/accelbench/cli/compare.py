@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from .options import Commands, add_db, add_filters, add_json, filters, fraction
+from .options import Commands, add_filters, add_output_options, filters, fraction
 from .output import db_path, emit_json, result_json, width
 
 if TYPE_CHECKING:
@@ -46,8 +46,7 @@ def add_parser(commands: Commands) -> None:
         help="a slowdown past this is a regression (default: 5%%)",
     )
     add_filters(compare)
-    add_json(compare)
-    add_db(compare)
+    add_output_options(compare, progress=False)
     compare.set_defaults(handler=handle)
 
 

@@ -10,11 +10,10 @@ from .options import (
     Commands,
     ListOf,
     OneOf,
-    add_db,
-    add_json,
     add_model_options,
-    add_quiet,
+    add_output_options,
     count,
+    from_args,
     positive,
     seconds,
     share,
@@ -59,9 +58,7 @@ def add_parser(commands: Commands) -> None:
         help=f"which levers to try: {', '.join(groups)} (default: all that apply)",
     )
     _add_timing(optimize)
-    add_quiet(optimize)
-    add_json(optimize)
-    add_db(optimize)
+    add_output_options(optimize, progress=True)
     optimize.set_defaults(handler=handle)
 
 
@@ -102,18 +99,8 @@ def request_from(args: argparse.Namespace) -> OptimizeRequest:
     from ..workflows.optimize import Tolerance
     from ..workflows.optimize_plan import OptimizeRequest
 
-    return OptimizeRequest(
-        workload=workload_ref(args),
-        device=args.device,
-        mode=args.mode,
-        batch_size=args.batch_size,
-        levers=args.levers,
-        epochs=args.epochs,
-        max_time=args.max_time,
-        warmup=args.warmup,
-        timeout=args.timeout,
-        tolerance=Tolerance(args.tolerance, args.min_top1),
-    )
+    tolerance = Tolerance(args.tolerance, args.min_top1)
+    return from_args(OptimizeRequest, args, workload=workload_ref(args), tolerance=tolerance)
 
 
 def handle(args: argparse.Namespace) -> int:

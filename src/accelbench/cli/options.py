@@ -8,8 +8,9 @@ Only argparse and modules free of torch and numpy load here, so building the par
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from ..core.vocab import MODES, PRECISIONS, STATUSES
 from ..errors import UsageError
@@ -22,10 +23,12 @@ __all__ = [
     "add_filters",
     "add_json",
     "add_model_options",
+    "add_output_options",
     "add_quiet",
     "count",
     "filters",
     "fraction",
+    "from_args",
     "model_options",
     "points",
     "positive",
@@ -37,6 +40,7 @@ __all__ = [
 # What `accelbench` hands each command module to add its subparser to.
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
+T = TypeVar("T")
 MOST = 10**9  # no count accelbench takes is larger; SQLite's integers end at 2**63
 DB_HELP = "results database (default: $ACCELBENCH_DB or ./accelbench.db)"
 
@@ -58,11 +62,17 @@ def count(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def seconds(text: str) -> float:
+def _float(text: str, what: str, number: str | None = None) -> float:
+    """`number` (all of `text` when not given) as a float, or argparse's one-line complaint
+    that `text` is not `what`."""
     try:
-        value = float(text)
+        return float(text if number is None else number)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+
+
+def seconds(text: str) -> float:
+    value = _float(text, "a number of seconds")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
     return value
@@ -70,10 +80,9 @@ def seconds(text: str) -> float:
 
 def _percentage(text: str) -> float:
     """'5%' or '0.05' -> 0.05."""
-    try:
-        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage like 5%") from None
+    if text.endswith("%"):
+        return _float(text, "a percentage like 5%", text[:-1]) / 100
+    return _float(text, "a percentage like 5%")
 
 
 def fraction(text: str) -> float:
@@ -94,22 +103,14 @@ def share(text: str) -> float:
 
 def points(text: str) -> float:
     """'2', '2%' or '0.5' -> percentage points of accuracy."""
-    try:
-        value = float(text.removesuffix("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of percentage points like 2"
-        ) from None
+    value = _float(text, "a number of percentage points like 2", text.removesuffix("%"))
     if not 0 <= value <= 100:
         raise argparse.ArgumentTypeError(f"must be between 0 and 100 points, got {text}")
     return value
 
 
 def positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = _float(text, "a number")
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
     return value
@@ -155,6 +156,27 @@ def add_quiet(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def add_output_options(parser: argparse.ArgumentParser, progress: bool) -> None:
+    """--json and --db, which every command that measures or lists results takes, and --quiet
+    where it shows `progress`."""
+    if progress:
+        add_quiet(parser)
+    add_json(parser)
+    add_db(parser)
+
+
+def from_args(kind: Callable[..., T], args: argparse.Namespace, **given: Any) -> T:
+    """A `kind` dataclass (a typed request) from the options named as its fields; `given` sets
+    the fields that no single option holds, and a field with neither keeps its default."""
+    # typeshed knows a dataclass only by a private protocol, which a type variable cannot bound
+    named = {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(kind)  # type: ignore[arg-type]
+        if f.name not in given and hasattr(args, f.name)
+    }
+    return kind(**named, **given)
+
+
 def add_filters(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("filters (each narrows the selection)")
     group.add_argument("--workload", help="only this workload")
@@ -176,16 +198,7 @@ def filters(args: argparse.Namespace) -> Any:
     """The store's Filters from the filter options (store.db loads only when a command runs)."""
     from ..store.db import Filters
 
-    return Filters(
-        workload=args.workload,
-        device=args.device,
-        host=args.host,
-        mode=args.mode,
-        precision=args.precision,
-        backend=args.backend,
-        sweep=args.sweep,
-        status=args.status,
-    )
+    return from_args(Filters, args)
 
 
 def add_model_options(model: Any) -> None:

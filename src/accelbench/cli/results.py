@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .options import Commands, add_db, add_filters, add_json, count, filters
+from .options import Commands, add_filters, add_output_options, count, filters
 from .output import db_path, emit_json, result_json, width
 
 
@@ -18,8 +18,7 @@ def add_parser(commands: Commands) -> None:
     )
     results.add_argument("--limit", type=count(1), metavar="N", help="at most N results")
     add_filters(results)
-    add_json(results)
-    add_db(results)
+    add_output_options(results, progress=False)
     results.set_defaults(handler=handle)
     actions = results.add_subparsers(dest="action", metavar="ACTION")
     # Options an action repeats must not reset what was given before it (`results --db X
@@ -29,8 +28,7 @@ def add_parser(commands: Commands) -> None:
     )
     export.add_argument("--out", required=True, metavar="FILE", help="the file to write")
     add_filters(export)
-    add_json(export)
-    add_db(export)
+    add_output_options(export, progress=False)
     export.set_defaults(handler=handle_export)
     import_ = actions.add_parser(
         "import",
@@ -38,8 +36,7 @@ def add_parser(commands: Commands) -> None:
         argument_default=argparse.SUPPRESS,
     )
     import_.add_argument("files", nargs="+", metavar="FILE", help="files from `results export`")
-    add_json(import_)
-    add_db(import_)
+    add_output_options(import_, progress=False)
     import_.set_defaults(handler=handle_import)
 
 

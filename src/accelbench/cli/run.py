@@ -12,11 +12,10 @@ from .options import (
     Commands,
     ListOf,
     OneOf,
-    add_db,
-    add_json,
     add_model_options,
-    add_quiet,
+    add_output_options,
     count,
+    from_args,
     model_options,
     seconds,
 )
@@ -49,9 +48,7 @@ def add_parser(commands: Commands) -> None:
     add_lever_options(run, {g.title or "": g for g in (matrix, parallel)})
     _add_parallel(parallel)
     _add_timing(run.add_argument_group("timing"))
-    add_quiet(run)
-    add_json(run)
-    add_db(run)
+    add_output_options(run, progress=True)
     run.set_defaults(handler=handle)
 
 
@@ -164,22 +161,13 @@ def request_from(args: argparse.Namespace) -> BenchmarkRequest:
         refs.append(WorkloadRef(args.model, model_options(args)))
     elif args.input_shape or args.num_classes or args.vocab_size:
         raise UsageError("--input-shape, --num-classes and --vocab-size describe a --model")
-    return BenchmarkRequest(
+    return from_args(
+        BenchmarkRequest,
+        args,
         workloads=tuple(refs),
-        devices=args.devices,
-        modes=args.modes,
-        batch_sizes=args.batch_sizes,
-        backends=args.backends,
         levers=lever_values(args),
-        epochs=args.epochs,
-        max_time=args.max_time,
-        warmup=args.warmup,
-        timeout=args.timeout,
         verdict=not args.no_verdict,
-        max_batch=args.max_batch,
         nodes=args.nnodes,
-        node_rank=args.node_rank,
-        rdzv_endpoint=args.rdzv_endpoint,
     )
 
 

@@ -12,12 +12,11 @@ from .options import (
     Commands,
     ListOf,
     OneOf,
-    add_db,
-    add_json,
     add_model_options,
-    add_quiet,
+    add_output_options,
     count,
     fraction,
+    from_args,
     points,
     positive,
     workload_ref,
@@ -64,9 +63,7 @@ def add_parser(commands: Commands) -> None:
         help="fp32 (TF32 off), tf32, fp16 (autocast + GradScaler), bf16 (autocast) (default: fp32)",
     )
     _add_training(verify)
-    add_quiet(verify)
-    add_json(verify)
-    add_db(verify)
+    add_output_options(verify, progress=True)
     verify.set_defaults(handler=handle)
 
 
@@ -110,13 +107,7 @@ def handle(args: argparse.Namespace) -> int:
     from ..workflows.verify import FAILED, Settings, digits_for, runs_to_verify, verify
     from ..workloads import load_workload
 
-    settings = Settings(
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        tolerance=args.tolerance,
-        loss_tolerance=args.loss_tolerance,
-    )
+    settings = from_args(Settings, args)
     workload = load_workload(workload_ref(args))
     data = digits_for(workload, settings)  # every input checked before the database is opened
     devices = _devices(args.devices)
@@ -133,12 +124,13 @@ def handle(args: argparse.Namespace) -> int:
             on_epoch=lambda device, precision, epoch: bar.advance(task),
         )
     _print(args, results, devices, store.path)
-    failed = [
-        r
-        for r in results
-        if r.status in FAILED or (r.verification or {}).get("verdict") in DIVERGED
-    ]
+    failed = [r for r in results if r.status in FAILED or _verdict(r) in DIVERGED]
     return 1 if failed else 0
+
+
+def _verdict(result: Result) -> str:
+    verification = result.verification
+    return verification.verdict if verification else ""
 
 
 def _print(

@@ -2,7 +2,7 @@
 
 Stored JSON keeps its plain keys (so old databases and export files read unchanged); this module
 names each key once, says its unit and who writes it, and reads each group of keys into a small
-frozen value. Writers use the key constants; readers use `Metrics(result.metrics)`.
+frozen value. Writers use the key constants; readers use `result.facts` (a `Metrics`).
 
 Who writes which keys (units are on each value's fields below):
 - engine/runner: setup_s (s), probe, probe_error, drift, power, joules_per_sample,
@@ -22,7 +22,7 @@ Who writes which keys (units are on each value's fields below):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 __all__ = [
@@ -120,14 +120,23 @@ class Probe:
 
     batch_size: int
     step_time_s: float  # seconds per step, median
-    blocks: int  # timed blocks behind the median
+    blocks: int | None = None  # timed blocks behind the median; None where not recorded
 
     @classmethod
     def from_metrics(cls, metrics: Mapping[str, Any]) -> Probe | None:
         found = _group(metrics, PROBE)
         if found is None:
             return None
-        return cls(int(found["batch_size"]), float(found["step_time_s"]), int(found["blocks"]))
+        blocks = found.get("blocks")
+        return cls(
+            int(found["batch_size"]),
+            float(found["step_time_s"]),
+            None if blocks is None else int(blocks),
+        )
+
+    def to_metrics(self) -> dict[str, Any]:
+        """What `from_metrics` reads: the runner's record of the probe."""
+        return {PROBE: asdict(self)}
 
 
 @dataclass(frozen=True)
@@ -336,6 +345,10 @@ class OptimizeTag:
         if found is None:
             return None
         return cls(str(found["variant"]), found.get("tolerance") or None)
+
+    def to_metrics(self) -> dict[str, Any]:
+        tolerance = None if self.tolerance is None else dict(self.tolerance)
+        return {OPTIMIZE: {"variant": self.variant, "tolerance": tolerance}}
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from .metrics import Metrics, Verification
 from .stats import Measurement
 from .vocab import MODES, PRECISIONS, STATUSES, TORCH
 
@@ -99,7 +100,8 @@ class Result:
     """One configuration's outcome. A failure keeps its status and message and no samples.
 
     `metrics` holds figures derived in the worker beyond timing (set-up time, FLOPs, power...),
-    each under a documented key, so new ones need no schema change.
+    each under a key that `core.metrics` names and documents, so new ones need no schema change;
+    `facts` reads them typed.
     """
 
     spec: RunSpec
@@ -116,10 +118,14 @@ class Result:
     uid: str = field(default_factory=lambda: uuid.uuid4().hex)  # the same in every database
 
     @property
-    def verification(self) -> dict[str, Any] | None:
+    def facts(self) -> Metrics:
+        """The metrics read through typed accessors (`result.facts.power`)."""
+        return Metrics(self.metrics)
+
+    @property
+    def verification(self) -> Verification | None:
         """What `accelbench verify` recorded, for its results (which carry no measurement)."""
-        found = self.metrics.get("verify")
-        return found if isinstance(found, dict) else None
+        return self.facts.verification
 
     @property
     def samples_per_block(self) -> int:

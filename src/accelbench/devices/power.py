@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Protocol
 
-from ..errors import AccelbenchError
+from ..errors import AccelbenchError, MissingDependency, require
 
 __all__ = [
     "NvmlPower",
@@ -267,11 +267,9 @@ class NvmlPower:
 
     def _open(self) -> None:
         try:
-            import pynvml
-        except ImportError:
-            raise PowerUnavailable(
-                "nvidia-ml-py is not installed: pip install nvidia-ml-py"
-            ) from None
+            pynvml = require("pynvml", "power", "GPU power through NVML", "nvidia-ml-py")
+        except MissingDependency as err:  # no power figure is not an error: the run goes on
+            raise PowerUnavailable(str(err)) from None
         try:
             pynvml.nvmlInit()
         except pynvml.NVMLError as err:

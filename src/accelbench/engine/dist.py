@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..core import metrics as keys
 from ..core.result import Result, RunSpec
 from ..workloads import WorkloadRef
 from .measure import StopRule
@@ -96,7 +97,7 @@ def _rank_main(spec: RunSpec, ref: WorkloadRef, stop: StopRule, timeout: float) 
     if int(os.environ["RANK"]) != 0:
         return None
     return replace(
-        result, metrics={**result.metrics, "ranks": gathered, "world_size": len(gathered)}
+        result, metrics={**result.metrics, keys.RANKS: gathered, keys.WORLD_SIZE: len(gathered)}
     )
 
 

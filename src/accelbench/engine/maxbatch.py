@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from ..core import metrics as keys
 from ..core.result import Result, RunSpec
 from ..devices.kinds import mentions_out_of_memory
 from .measure import StopRule
@@ -39,10 +40,10 @@ class MaxBatch:
 
     def to_metrics(self) -> dict[str, object]:
         return {
-            "max_batch": self.largest.spec.batch_size if self.largest else 0,
-            "max_batch_probes": [list(p) for p in self.probes],
-            "max_batch_limit_reached": self.limit_reached,
-            "max_batch_stopped_by": self.stopped_by,
+            keys.MAX_BATCH: self.largest.spec.batch_size if self.largest else 0,
+            keys.MAX_BATCH_PROBES: [list(p) for p in self.probes],
+            keys.MAX_BATCH_LIMIT_REACHED: self.limit_reached,
+            keys.MAX_BATCH_STOPPED_BY: self.stopped_by,
         }
 
 

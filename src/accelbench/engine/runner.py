@@ -5,13 +5,15 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..backends import Runnable, block_function, build, checks_drift, unsupported
+from ..core import metrics as keys
+from ..core.metrics import Probe
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
-from ..devices import OUT_OF_MEMORY, Device
+from ..devices import OUT_OF_MEMORY, Device, MemoryReading
 from ..devices.fingerprint import fingerprint
 from ..devices.power import PowerMeter
 from ..errors import one_line
@@ -60,52 +62,77 @@ def run_config(
     With `drift` (always for ONNX Runtime, whose export is worth checking), the outputs are
     compared with the fp32 PyTorch model's on the same inputs (accelbench.drift).
     """
-    base = Result(
-        spec=spec,
-        status="error",
-        environment=fingerprint(device),
-    )
+    base = Result(spec=spec, status="error", environment=fingerprint(device))
     reason = unsupported(spec, device, workload)
     if reason:
         return replace(base, status="unsupported", error=reason)
     try:
         with device.context():
-            device.reset_peak_memory()  # before building, so weights and data count
-            started = time.perf_counter()
-            prep = build(spec, workload, device)
-            device.synchronize()
-            setup = time.perf_counter() - started
-            meter = device.power_meter()  # read over the timed samples, not the warm-up
-            measurement = measure(block_function(prep), prep.timer, stop, on_block, meter)
-            memory = prep.peak_memory()
-            extra = dict(prep.info)  # what the steps or the backend recorded
-            if drift or checks_drift(spec):
-                extra["drift"] = _drift(prep, workload, device)
-            del prep  # free the device for the probe
+            timed = _time(spec, workload, device, stop, on_block, drift or checks_drift(spec))
             probed = _probe(spec, workload, device) if probe else {}
     except OUT_OF_MEMORY as exc:
         return replace(base, status="oom", error=one_line(exc))
     except Exception as exc:  # a failure is data: the sweep goes on
         return replace(base, error=one_line(exc))
     # The measurement stands whatever happens below: derived figures only add to it.
-    metrics = {"setup_s": setup, **_power(meter, measurement, spec), **probed, **extra}
+    power = _power(timed.meter, timed.measurement, spec)
     return replace(
         base,
         status="ok",
-        measurement=measurement,
-        peak_memory=memory.bytes,
-        peak_memory_meaning=memory.meaning,
-        metrics={**metrics, "memory_tensors_only": memory.tensors_only},
+        measurement=timed.measurement,
+        peak_memory=timed.memory.bytes,
+        peak_memory_meaning=timed.memory.meaning,
+        metrics={
+            keys.SETUP_S: timed.setup_s,
+            **power,
+            **probed,
+            **timed.recorded,
+            keys.MEMORY_TENSORS_ONLY: timed.memory.tensors_only,
+        },
     )
+
+
+@dataclass(frozen=True)
+class _Timed:
+    """One configuration built and timed, before the figures derived from it."""
+
+    measurement: Measurement
+    memory: MemoryReading
+    setup_s: float  # building the model and its inputs, synchronized
+    meter: PowerMeter
+    recorded: dict[str, Any]  # what the steps or the backend recorded, and the drift
+
+
+def _time(
+    spec: RunSpec,
+    workload: Workload,
+    device: Device,
+    stop: StopRule,
+    on_block: Callable[[int, float], None] | None,
+    drift: bool,
+) -> _Timed:
+    device.reset_peak_memory()  # before building, so weights and data count
+    started = time.perf_counter()
+    prep = build(spec, workload, device)
+    device.synchronize()
+    setup = time.perf_counter() - started
+    meter = device.power_meter()  # read over the timed samples, not the warm-up
+    measurement = measure(block_function(prep), prep.timer, stop, on_block, meter)
+    memory = prep.peak_memory()  # before the drift check builds anything more
+    recorded = dict(prep.info)
+    if drift:
+        recorded[keys.DRIFT] = _drift(prep, workload, device)
+    # prep goes with this frame, freeing the device for the probe
+    return _Timed(measurement, memory, setup, meter, recorded)
 
 
 def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[str, Any]:
     reading = meter.reading
     if reading is None:
-        return {"power_unavailable": meter.unavailable_reason}
+        return {keys.POWER_UNAVAILABLE: meter.unavailable_reason}
     if reading.joules <= 0 or reading.average_watts <= 0:  # the counter did not advance
         return {
-            "power_unavailable": f"power not measurable here: {reading.source} read no "
+            keys.POWER_UNAVAILABLE: f"power not measurable here: {reading.source} read no "
             f"energy over {reading.seconds:.2f} s (its counter steps coarsely); time longer"
         }
     timed = sum(measurement.samples)
@@ -113,12 +140,12 @@ def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[s
     samples *= spec.steps_per_block
     # The meter's interval also holds the gaps between samples: charge the work by timed seconds.
     out: dict[str, Any] = {
-        "power": reading.to_dict(),
-        "joules_per_sample": reading.average_watts * timed / samples,
-        "samples_per_s_per_watt": samples / timed / reading.average_watts,
+        keys.POWER: reading.to_dict(),
+        keys.JOULES_PER_SAMPLE: reading.average_watts * timed / samples,
+        keys.SAMPLES_PER_S_PER_WATT: samples / timed / reading.average_watts,
     }
     if reading.seconds < MIN_POWER_SECONDS:
-        out["power_warning"] = (
+        out[keys.POWER_WARNING] = (
             f"power read over only {reading.seconds:.1f} s: counters advance coarsely "
             f"(NVML's about every 100 ms), so this figure is rough; time longer with --max-time"
         )
@@ -153,14 +180,8 @@ def _probe(spec: RunSpec, workload: Workload, device: Device) -> dict[str, Any]:
         prep = build(probe_spec, workload, device)
         result = measure(block_function(prep), prep.timer, PROBE_STOP)
     except Exception as exc:  # the main result stands; say why there is no verdict input
-        return {"probe_error": one_line(exc)}
-    return {
-        "probe": {
-            "batch_size": batch,
-            "step_time_s": result.time.median / spec.steps_per_block,
-            "blocks": len(result.samples),
-        }
-    }
+        return {keys.PROBE_ERROR: one_line(exc)}
+    return Probe(batch, result.time.median / spec.steps_per_block, len(result.samples)).to_metrics()
 
 
 def run_one(

@@ -9,17 +9,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import torch
 from torch import nn
 
 from ..errors import UsageError
-from ..errors import require as require_package
 from ..workloads import Workload
 
-__all__ = ["ExportReport", "Exportable", "atomic_path", "export_model", "require"]
+__all__ = ["ExportReport", "Exportable", "atomic_path", "export_model"]
 
 
 @dataclass
@@ -99,12 +97,6 @@ def export_model(
     model = exportable(workload, precision, batch, dynamic_batch)
     stem = workload.name.replace("/", "_").replace(":", "_")
     return [exporters[t](model, out_dir / stem) for t in targets]
-
-
-def require(module: str, package: str, target: str) -> ModuleType:
-    """An exporter's package, through `errors.require`: every export package is in the
-    'export' extra. Kept for today's callers; new code calls errors.require itself."""
-    return require_package(module, "export", f"exporting to {target}", package)
 
 
 @contextmanager

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import UsageError, one_line
-from .common import Exportable, ExportReport, atomic_path, require
+from ..errors import UsageError, one_line, require
+from .common import Exportable, ExportReport, atomic_path
 
 __all__ = ["COMPUTE_UNITS", "export_coreml"]
 
@@ -27,7 +27,7 @@ TOLERANCES = {"fp32": 1e-3, "fp16": 3e-2}  # relative to the output's largest ma
 
 
 def export_coreml(model: Exportable, stem: Path, compute_units: str = "ALL") -> ExportReport:
-    ct = require("coremltools", "coremltools", "coreml")
+    ct = require("coremltools", "export", "exporting to coreml")
     if compute_units not in COMPUTE_UNITS:
         raise UsageError(
             f"unknown compute units {compute_units!r}; valid: {', '.join(COMPUTE_UNITS)}"

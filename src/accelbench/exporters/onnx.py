@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..errors import UsageError, one_line
-from .common import Exportable, ExportReport, atomic_path, require
+from ..errors import UsageError, one_line, require
+from .common import Exportable, ExportReport, atomic_path
 
 __all__ = ["INPUT", "TOLERANCES", "export_onnx", "write_onnx"]
 
@@ -26,7 +26,7 @@ INPUT, OUTPUT = "inputs", "outputs"
 
 
 def export_onnx(model: Exportable, stem: Path) -> ExportReport:
-    onnx = require("onnx", "onnx", "onnx")
+    onnx = require("onnx", "export", "exporting to onnx")
     path = stem.parent / f"{stem.name}.{model.precision}.onnx"
     with atomic_path(path) as partial:
         exporter, fallback = write_onnx(model, partial)
@@ -100,7 +100,8 @@ def unexportable_operator(*messages: str) -> str | None:
 
 def _export_quietly(model: Exportable, path: Path) -> tuple[str, str]:
     try:
-        require("onnxscript", "onnxscript", "onnx")  # the torch.export-based exporter needs it
+        # the torch.export-based exporter needs it
+        require("onnxscript", "export", "exporting to onnx")
         shapes = {INPUT: {0: torch.export.Dim("batch")}} if model.dynamic_batch else None
         program = torch.onnx.export(
             model.module,
@@ -143,7 +144,7 @@ def _export_quietly(model: Exportable, path: Path) -> tuple[str, str]:
 
 def validate(model: Exportable, path: Path) -> dict[str, Any]:
     """Run the file in ONNX Runtime on fresh inputs and compare with PyTorch."""
-    ort = require("onnxruntime", "onnxruntime", "onnx")
+    ort = require("onnxruntime", "export", "exporting to onnx")
     try:
         session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     except Exception as exc:

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..core import metrics as keys
 from ..errors import MissingDependency, one_line, require
 from ..workloads import Workload
 from .base import Prepared
@@ -45,8 +46,8 @@ def prune_with_info(prep: Prepared, kind: str, amount: float) -> None:
         from ..analysis.flops import count_flops
 
         flops = count_flops(prep.model, inputs, prep.workload.forward, None)
-        info["flops_per_sample"] = flops / len(inputs)
-    prep.info["pruning"] = info
+        info[keys.FLOPS_PER_SAMPLE] = flops / len(inputs)
+    prep.info[keys.PRUNING] = info
 
 
 def prune_model(

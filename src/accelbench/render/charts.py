@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .. import levers
-from ..core.metrics import DRIFT, Drift, Metrics, OptimizeTag
+from ..core.metrics import Drift, OptimizeTag
 from ..core.result import Result, machine_of
 from ..errors import require
 from ..levers import label
@@ -92,7 +92,7 @@ def ladder_chart(results: Sequence[Result]) -> bytes | None:
     by_spec = {(machine_of(r.environment), r.spec): r for r in reversed(ok)}
     labels, values = [], []
     for r in ok:
-        if Metrics(r.metrics).optimize is not None:
+        if r.facts.optimize is not None:
             continue  # drawn with its drift by optimize_chart
         eager = levers.eager(r.spec)
         base = by_spec.get((machine_of(r.environment), eager))
@@ -166,7 +166,7 @@ def optimize_chart(results: Sequence[Result]) -> bytes | None:
     variants whose drift breaks the ladder's tolerance are drawn in red."""
     ladders: dict[str, list[Result]] = {}
     for r in reversed(_ok(results)):  # oldest first: the ladder's own order
-        if Metrics(r.metrics).optimize is not None:
+        if r.facts.optimize is not None:
             ladders.setdefault(r.sweep, []).append(r)
     ladders = {k: v for k, v in ladders.items() if _baseline(v) is not None}
     if not ladders:
@@ -184,7 +184,7 @@ def optimize_chart(results: Sequence[Result]) -> bytes | None:
 
 def _tag(r: Result) -> OptimizeTag:
     """The ladder's tag on one of its results (the caller picked tagged results only)."""
-    tag = Metrics(r.metrics).optimize
+    tag = r.facts.optimize
     assert tag is not None
     return tag
 
@@ -215,13 +215,10 @@ def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> Non
         r.measurement.rate.median / base.measurement.rate.median if r.measurement else 0.0
         for r in members
     ]
-    drifts = [_drawn_drift(Metrics(r.metrics).drift) for r in members]
+    drifts = [_drawn_drift(r.facts.drift) for r in members]
     tolerance = _tolerance(base)
     colors = [
-        # Tolerance.breach reads the drift as stored
-        "#aa3377"
-        if tolerance and r is not base and tolerance.breach(r.metrics.get(DRIFT))
-        else "#4477aa"
+        "#aa3377" if tolerance and r is not base and tolerance.breach(r.facts.drift) else "#4477aa"
         for r in members
     ]
     positions = list(range(len(names)))

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
 from ..analysis.compare import DEVICE, compare
-from ..core.metrics import Metrics
 from ..core.result import Result, machine_of, utc_now
 from ..core.version import __version__
 from ..levers import label
@@ -98,7 +97,7 @@ def _comparisons(results: Sequence[Result]) -> str:
         classes = ["", "", "", "", "num", "num", "num", "num"]
         if row.speedup and not row.speedup.significant:
             classes[-1] = "num ns"
-        bottleneck = Metrics(row.result.metrics).bottleneck
+        bottleneck = row.result.facts.bottleneck
         verdict = bottleneck.kind if bottleneck else ""
         rows.append([*zip(cells, classes, strict=True), (verdict, "")])
     headers = (*HEADERS, "verdict")

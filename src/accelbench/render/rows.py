@@ -5,23 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.compare import Row
-from ..core.metrics import Metrics
 from ..core.result import Result
 from ..levers import label
 
-__all__ = ["HEADERS", "failures", "row_cells"]
+__all__ = ["HEADERS", "RESULT_COLUMNS", "failures", "row_cells"]
 
-
-HEADERS = (
-    "workload",
-    "device",
-    "model",
-    "configuration",
-    "it/s",
-    "95% CI",
-    "samples/s",
-    "vs CPU [95% CI]",
-)
+# The columns every table of measured results starts from (the stored list adds its own)
+RESULT_COLUMNS = ("workload", "device", "model", "configuration", "it/s", "95% CI", "samples/s")
+HEADERS = (*RESULT_COLUMNS, "vs CPU [95% CI]")
 
 
 def row_cells(row: Row) -> list[str]:
@@ -45,4 +36,4 @@ def row_cells(row: Row) -> list[str]:
 def failures(results: Sequence[Result]) -> list[Result]:
     """Results that failed or were unsupported. Verify results carry no measurement either,
     but they are not failures of a benchmark."""
-    return [r for r in results if r.measurement is None and Metrics(r.metrics).verification is None]
+    return [r for r in results if r.measurement is None and r.facts.verification is None]

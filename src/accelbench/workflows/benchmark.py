@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..analysis.metrics import Analyzer
 from ..backends import check_installed, unsupported
+from ..core import metrics as keys
 from ..core.result import MODES, Result, RunSpec, Value
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
 from ..devices import Device, resolve_devices
@@ -245,12 +246,12 @@ def _with_scaling(result: Result, singles: dict[RunSpec, Result]) -> Result:
     single = singles.get(find_lever("processes").assign(result.spec, 1))
     if single is None or single.samples_per_second is None:
         extra: dict[str, object] = {
-            "scaling_unavailable": "the single-process run of this configuration is missing"
+            keys.SCALING_UNAVAILABLE: "the single-process run of this configuration is missing"
         }
     else:
         extra = {
-            "single_process_samples_per_s": single.samples_per_second,
-            "scaling_efficiency": aggregate / (n * single.samples_per_second),
+            keys.SINGLE_PROCESS_SAMPLES_PER_S: single.samples_per_second,
+            keys.SCALING_EFFICIENCY: aggregate / (n * single.samples_per_second),
         }
     return replace(result, metrics={**result.metrics, **extra})
 
@@ -264,7 +265,7 @@ def _search_max_batch(plan: Plan, config: Config, on_block: Callable[[int, float
         config.spec, lambda spec: _run_one(plan, replace(probe, spec=spec), on_block)
     )
     device = plan.devices[config.spec.device]
-    metrics = {**found.to_metrics(), "device_memory": device.total_memory}
+    metrics = {**found.to_metrics(), keys.DEVICE_MEMORY: device.total_memory}
     if found.largest is None:
         error = found.stopped_by or "not even a batch of 1 fits in memory"
         return Result(

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..analysis.compare import Speedup, speedup
 from ..backends import all_backends, code
+from ..core.metrics import DRIFT, Drift
 from ..core.result import Result, RunSpec
 from ..devices import Device
 from ..levers import Variant, active_levers, all_levers, label
@@ -40,18 +41,20 @@ class Tolerance:
     max_rel_error: float = 0.05
     min_top1: float = 0.95  # share of samples whose top-1 class must agree (classifiers)
 
-    def breach(self, drift: dict[str, Any] | None) -> str | None:
+    def breach(self, drift: Drift | None) -> str | None:
         """Why this drift is out of bounds, or None when it is within them."""
-        if not drift or "error" in drift:
-            return f"its drift could not be measured ({(drift or {}).get('error', 'no figure')})"
-        if drift.get("not_finite"):
+        if drift is None or drift.error:
+            return f"its drift could not be measured ({drift.error if drift else 'no figure'})"
+        if drift.not_finite:
             return "its outputs hold NaN or infinity"
-        if drift["max_rel_error"] > self.max_rel_error:
+        if drift.max_rel_error is None:
+            return "its drift could not be measured (no figure)"
+        if drift.max_rel_error > self.max_rel_error:
             return (
-                f"max relative error {drift['max_rel_error']:.2g} exceeds the tolerance "
+                f"max relative error {drift.max_rel_error:.2g} exceeds the tolerance "
                 f"{self.max_rel_error:g}"
             )
-        top1 = drift.get("top1_agreement")
+        top1 = drift.top1_agreement
         if top1 is not None and top1 < self.min_top1:
             return f"top-1 agreement {top1:.1%} is below {self.min_top1:.0%}"
         return None
@@ -124,7 +127,6 @@ class Assessment:
     baseline: bool = False  # fp32 eager itself, which every speedup is against
 
     def to_dict(self) -> dict[str, Any]:
-        drift = self.result.metrics.get("drift")
         return {
             "variant": self.rung.name,
             "spec": label(self.result.spec),
@@ -133,7 +135,7 @@ class Assessment:
             "samples_per_s": self.result.samples_per_second,
             "speedup": self.speedup.to_dict() if self.speedup else None,
             "peak_memory": self.result.peak_memory,
-            "drift": drift,
+            "drift": self.result.metrics.get(DRIFT),  # the stored record as it is
             "refused": self.refused,
             "note": self.note,
         }
@@ -153,7 +155,7 @@ def assess(
             out.append(Assessment(rung, result, None, None, "", baseline=True))
         else:
             ratio = speedup(result, base) if base.measurement else None
-            refused = tolerance.breach(result.metrics.get("drift"))
+            refused = tolerance.breach(result.facts.drift)
             out.append(Assessment(rung, result, ratio, refused, _note(rung, ratio, launch_bound)))
     return out
 
@@ -168,8 +170,8 @@ def recommend(verdicts: Sequence[Assessment]) -> Assessment:
 
 
 def _launch_bound(base: Result) -> bool:
-    verdict = base.metrics.get("verdict") or {}
-    return verdict.get("kind") == "launch-bound"
+    verdict = base.facts.bottleneck
+    return verdict is not None and verdict.kind == "launch-bound"
 
 
 def _note(rung: Rung, ratio: Speedup | None, launch_bound: bool) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from ..analysis.metrics import Analyzer
 from ..backends import unsupported
+from ..core.metrics import OptimizeTag
 from ..core.result import Result
 from ..devices import Device, pick_device, resolve_devices
 from ..devices.fingerprint import fingerprint
@@ -99,8 +100,8 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> list[Assessme
         for i, rung in enumerate(plan.rungs):
             result = _run_rung(plan, rung, probe=i == 0)  # the verdict needs fp32's probe
             result = analyze(result, plan.workload, plan.device)
-            tolerance = vars(plan.tolerance)
-            metrics = {**result.metrics, "optimize": {"variant": rung.name, "tolerance": tolerance}}
+            tag = OptimizeTag(rung.name, vars(plan.tolerance)).to_metrics()
+            metrics = {**result.metrics, **tag}
             results.append(store.save(replace(result, sweep=plan.id, metrics=metrics)))
             bar.advance(task)
     return assess(plan.rungs, results, plan.tolerance)

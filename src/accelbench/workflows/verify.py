@@ -24,10 +24,10 @@ rounding of one precision sends training down another path) more than by device,
 with an untrained model proves nothing.
 
 Results are stored as ordinary results (mode "train", backend "torch") that carry no
-measurement and `metrics["verify"]`, which marks them as verify runs; `Result.verification`
-reads it. That needs no schema change: throughput comparisons and charts already skip results
-without a measurement, and the result list and reports tell verify results from failures by
-that key.
+measurement and a verify record in their metrics (under `core.metrics.VERIFY`), which marks
+them as verify runs; `Result.verification` reads it. That needs no schema change: throughput
+comparisons and charts already skip results without a measurement, and the result list and
+reports tell verify results from failures by that key.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ import torch
 import torch.nn.functional as F
 
 from ..backends.pytorch import build_torch, train_function
+from ..core.metrics import VERIFY, Verification
 from ..core.result import Result, RunSpec
 from ..devices import BASELINE_DEVICE, HOST_DEVICE, OUT_OF_MEMORY, Device, find_device
 from ..devices.fingerprint import fingerprint
@@ -247,7 +248,7 @@ def verify_one(
         steps_per_block=len(data.train_y) // batch,  # one "block" is one epoch here
     )
     facts = {**settings.to_dict(), "data": data.describe(workload.input_shape)}
-    base = Result(spec=spec, status="error", metrics={"verify": facts})
+    base = Result(spec=spec, status="error", metrics={VERIFY: facts})
     if not device.available:
         return replace(
             base,
@@ -275,7 +276,7 @@ def verify_one(
         "loss_curve": [_finite(x) for x in trained.curve],
         "accuracy": trained.accuracy,
     }
-    return replace(base, status="ok", metrics={"verify": facts})
+    return replace(base, status="ok", metrics={VERIFY: facts})
 
 
 def _finite(x: float) -> float | None:
@@ -284,45 +285,48 @@ def _finite(x: float) -> float | None:
 
 
 def judge_against_baseline(result: Result, baseline: Result, settings: Settings) -> Result:
-    """`result` with its comparison to the baseline and its verdict in metrics["verify"]:
+    """`result` with its comparison to the baseline and its verdict in its verify record:
     baseline, ok, diverges (with "reasons"), inconclusive (with "inconclusive_because" and any
     "reasons" found anyway), or the status of a failed run."""
-    facts = {**result.metrics["verify"], "is_baseline": result is baseline}
-    if result.status != "ok":
+    facts = {**result.metrics[VERIFY], "is_baseline": result is baseline}  # the record, updated
+    own = result.verification
+    if result.status != "ok" or own is None:
         facts["verdict"] = result.status
-        return replace(result, metrics={**result.metrics, "verify": facts})
-    curve = facts["loss_curve"]
-    facts.update(_deviations(facts, baseline))
+        return replace(result, metrics={**result.metrics, VERIFY: facts})
+    curve = own.loss_curve or ()
+    deviations = _deviations(own, baseline)
+    facts.update(deviations)
     problem = _baseline_problem(baseline)
     if None in curve:
         reason = f"the training loss is not finite from epoch {curve.index(None) + 1}"
         facts["verdict"], facts["reasons"] = "diverges", [reason]
     elif problem:
         # Differences found anyway are shown, but cannot be told from chance.
-        found = _divergence(facts, settings) if "accuracy_diff_points" in facts else []
+        found = _divergence(deviations, settings) if deviations else []
         facts["verdict"], facts["inconclusive_because"] = "inconclusive", problem
         if found:
             facts["reasons"] = found
     elif result is baseline:
         facts["verdict"] = "baseline"
     else:
-        reasons = _divergence(facts, settings)
+        reasons = _divergence(deviations, settings)
         facts["verdict"] = "diverges" if reasons else "ok"
         if reasons:
             facts["reasons"] = reasons
-    return replace(result, metrics={**result.metrics, "verify": facts})
+    return replace(result, metrics={**result.metrics, VERIFY: facts})
 
 
 def _baseline_problem(baseline: Result) -> str | None:
     """Why the baseline cannot be compared against, or None."""
-    if baseline.status != "ok":
+    base = baseline.verification
+    if baseline.status != "ok" or base is None:
         return f"no baseline: CPU fp32 ended with {baseline.status}: {baseline.error}"
-    base = baseline.metrics["verify"]
-    if None in base["loss_curve"]:
+    if base.loss_curve is None or None in base.loss_curve:
         return "no baseline: CPU fp32's own training loss is not finite"
-    if base["accuracy"] < MIN_BASELINE_ACCURACY:
+    if base.accuracy is None or base.accuracy < MIN_BASELINE_ACCURACY:
+        reached = "no" if base.accuracy is None else f"only {base.accuracy:.1%}"
         return (
-            f"CPU fp32 reached only {base['accuracy']:.1%} held-out accuracy (under "
+            f"CPU fp32 reached {reached} held-out accuracy (under "
             f"{MIN_BASELINE_ACCURACY:.0%}): while a model is still learning, runs differ by "
             "chance more than by device; raise --epochs or --lr"
         )
@@ -347,19 +351,23 @@ def _divergence(facts: dict[str, Any], settings: Settings) -> list[str]:
     return reasons
 
 
-def _deviations(facts: dict[str, Any], baseline: Result) -> dict[str, Any]:
+def _deviations(own: Verification, baseline: Result) -> dict[str, Any]:
     """Accuracy in points and loss deviations (fractions of the baseline's first-epoch loss)
-    against the baseline; empty when either curve is missing or not finite."""
-    base = baseline.metrics["verify"]
-    if baseline.status != "ok" or None in base["loss_curve"] or None in facts["loss_curve"]:
+    against the baseline, as the verify record stores them; empty when either curve is missing
+    or not finite."""
+    base = baseline.verification
+    if baseline.status != "ok" or base is None:
         return {}
-    scale = abs(base["loss_curve"][0]) or 1.0
-    gaps = [
-        abs(a - b) / scale for a, b in zip(facts["loss_curve"], base["loss_curve"], strict=True)
-    ]
+    curve, base_curve = own.loss_curve, base.loss_curve
+    if curve is None or base_curve is None or None in curve or None in base_curve:
+        return {}
+    if own.accuracy is None or base.accuracy is None:
+        return {}
+    scale = abs(base_curve[0] or 0.0) or 1.0
+    gaps = [abs((a or 0.0) - (b or 0.0)) / scale for a, b in zip(curve, base_curve, strict=True)]
     return {
         "baseline": {"device": baseline.spec.device, "precision": baseline.spec.precision},
-        "accuracy_diff_points": 100 * (facts["accuracy"] - base["accuracy"]),
+        "accuracy_diff_points": 100 * (own.accuracy - base.accuracy),
         "final_loss_deviation": gaps[-1],
         "max_loss_deviation": max(gaps),
     }

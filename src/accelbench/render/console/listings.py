@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..text import format_bytes, number
-from .table import new_table, render_table
+from .table import new_table, render_table, table_text
 
 if TYPE_CHECKING:  # the types only: importing devices or workloads imports torch
     from ...devices import Device
@@ -16,34 +16,39 @@ if TYPE_CHECKING:  # the types only: importing devices or workloads imports torc
 __all__ = ["calibration_table", "devices_table", "workloads_table"]
 
 
+_DEVICE_HEADERS = ("device", "available", "model", "memory", "precisions", "details")
+_WORKLOAD_HEADERS = ("name", "batch", "input shape", "steps per it", "default its", "description")
+
+
 def devices_table(devices: Sequence[Device], width: int = 120) -> str:
-    headers = ("device", "available", "model", "memory", "precisions", "details")
-    table = new_table("devices PyTorch can see from here", headers)
-    for d in devices:
-        table.add_row(
-            d.name,
-            "yes" if d.available else f"no: {d.reason}",
-            d.model,
-            format_bytes(d.total_memory),
-            ", ".join(d.dtypes.names()) if d.available else "",
-            "; ".join([f"{k} {v}" for k, v in d.details] + ([d.caveat] if d.caveat else [])),
-        )
-    return render_table(table, width=width)
+    title = "devices PyTorch can see from here"
+    return table_text(title, _DEVICE_HEADERS, [_device_cells(d) for d in devices], width)
+
+
+def _device_cells(d: Device) -> list[str]:
+    return [
+        d.name,
+        "yes" if d.available else f"no: {d.reason}",
+        d.model,
+        format_bytes(d.total_memory),
+        ", ".join(d.dtypes.names()) if d.available else "",
+        "; ".join([f"{k} {v}" for k, v in d.details] + ([d.caveat] if d.caveat else [])),
+    ]
 
 
 def workloads_table(workloads: Sequence[Workload], width: int = 120) -> str:
-    headers = ("name", "batch", "input shape", "steps per it", "default its", "description")
-    table = new_table("workloads", headers)
-    for w in workloads:
-        table.add_row(
+    rows = [
+        [
             w.name,
             str(w.batch_size),
             "x".join(map(str, w.input_shape)),
             str(w.steps_per_block),
             str(w.default_blocks) if w.default_blocks else "stop rule",
             w.description,
-        )
-    return render_table(table, width=width)
+        ]
+        for w in workloads
+    ]
+    return table_text("workloads", _WORKLOAD_HEADERS, rows, width)
 
 
 _CALIBRATED_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ...core.metrics import Metrics
 from ...levers import label
 from ..text import format_bytes, number
 from .run_notes import onnxruntime_note
@@ -76,7 +75,7 @@ def _backend_notes(verdicts: Sequence[Assessment]) -> list[str]:
     notes = []
     for v in verdicts:
         r = v.result
-        ort = Metrics(r.metrics).onnxruntime
+        ort = r.facts.onnxruntime
         if ort and r.measurement is not None:
             notes.append(f"{v.rung.name}: {onnxruntime_note(ort, r.peak_memory_meaning)}")
     return notes
@@ -86,7 +85,7 @@ def _optimize_cells(v: Assessment) -> list[str]:
     r = v.result
     if r.measurement is None:
         return [r.status.upper(), "", "", "", "", ""]
-    drift = Metrics(r.metrics).drift
+    drift = r.facts.drift
     top1 = drift.top1_agreement if drift else None
     error = drift.max_rel_error if drift else None
     baseline = v.baseline

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ...core.metrics import Metrics
 from ...core.result import Result
 from ...devices.kinds import BASELINE_DEVICE, is_baseline
 from ...levers import label
@@ -73,14 +72,14 @@ def _device_notes(r: Result) -> list[str]:
     notes = [
         r.environment.get("caveat", ""),
         f"peak memory is the {r.peak_memory_meaning}",
-        Metrics(r.metrics).power_unavailable,
+        r.facts.power_unavailable,
     ]
     return [note for note in notes if note]
 
 
 def _figures(r: Result, cpu_rate: float | None) -> list[str]:
     """The measured columns of one row of the run table."""
-    m, flops = r.measurement, Metrics(r.metrics).flops
+    m, flops = r.measurement, r.facts.flops
     assert m is not None
     return [
         number(m.rate.median),

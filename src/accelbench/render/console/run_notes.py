@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...core.metrics import Drift, MaxBatchSearch, Metrics, OnnxRuntimeFacts, Parallel, Power
+from ...core.metrics import Drift, MaxBatchSearch, OnnxRuntimeFacts, Parallel, Power
 from ...core.result import Result
 from ..text import format_bytes, number
 
@@ -12,7 +12,7 @@ __all__ = ["derived_notes", "drift_note", "onnxruntime_note"]
 def derived_notes(r: Result) -> list[str]:
     """The verdict, the energy, MFU's peak, parallelism, max batch, drift and ONNX Runtime
     figures of one result, as sentences."""
-    metrics = Metrics(r.metrics)
+    metrics = r.facts
     bottleneck, flops = metrics.bottleneck, metrics.flops
     notes = [bottleneck.explanation] if bottleneck else []
     if power := metrics.power:

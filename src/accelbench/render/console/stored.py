@@ -8,27 +8,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...analysis.compare import Change, Comparison
-from ...core.metrics import Metrics
 from ...core.result import Result
 from ...levers import label
+from ..rows import RESULT_COLUMNS
 from ..text import interval, number
 from .table import new_table, render_table
 
 __all__ = ["changes_table", "compare_table", "results_table"]
 
-_RESULTS_HEADERS = (
-    "id",
-    "when (UTC)",
-    "workload",
-    "device",
-    "model",
-    "configuration",
-    "it/s",
-    "95% CI",
-    "samples/s",
-    "status",
-    "host",
-)
+_RESULTS_HEADERS = ("id", "when (UTC)", *RESULT_COLUMNS, "status", "host")
 
 
 def results_table(results: Sequence[Result], width: int = 120) -> str:
@@ -54,7 +42,7 @@ def results_table(results: Sequence[Result], width: int = 120) -> str:
 def _status(r: Result) -> str:
     """A stored result's status; a verify result's verdict and accuracy with it."""
     status = r.status if r.status == "ok" else f"{r.status}: {r.error}"
-    facts = Metrics(r.metrics).verification
+    facts = r.facts.verification
     if facts is None:
         return status
     if r.status != "ok":

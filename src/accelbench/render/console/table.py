@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["new_table", "render_table"]
+__all__ = ["new_table", "render_table", "table_text"]
 
 
 def new_table(title: str, headers: Sequence[str], left_columns: int | None = None) -> Table:
@@ -29,3 +29,13 @@ def render_table(table: Table, notes: Sequence[str] = (), width: int = 120) -> s
         console.print(note, soft_wrap=True)
     # rich pads lines to the console width; trailing blanks only get in the way of a reader
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
+
+
+def table_text(
+    title: str, headers: Sequence[str], rows: Iterable[Sequence[str]], width: int = 120
+) -> str:
+    """A table of text cells, a row each, left-aligned, rendered with no notes."""
+    table = new_table(title, headers)
+    for cells in rows:
+        table.add_row(*cells)
+    return render_table(table, width=width)
