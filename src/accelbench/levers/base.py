@@ -107,8 +107,13 @@ class Lever:
     words: tuple[str, ...] = ()  # the words the option takes, when they are a fixed set
     stage = 100  # application order: lower first (pruning before the layout before compile)
     torch_only = True  # a PyTorch option another backend (ONNX Runtime) cannot take
-    late = False  # its ladder variants come after the stacks
-    stack_role = ""  # "base": part of the ladder's stack; "top": tried on top of the stack
+    # The optimization search (workflows/search): a searched lever's variants are measured
+    # alone, then the paying ones stacked; a late one is measured alone only (it does not
+    # stack); an offered one is tried on the best stack at the end and never recommended
+    # without saying so (a larger batch changes what is optimized).
+    searched = False
+    late = False
+    offered = False
 
     def __init__(self) -> None:
         self.title = self.title or self.name
@@ -183,15 +188,22 @@ class Lever:
     @property
     def ladder_groups(self) -> tuple[str, ...]:
         """The names `optimize --levers` takes for this lever's variants."""
-        return (self.name,) if self.stack_role or self.late else ()
+        return (self.name,) if self.searched or self.late or self.offered else ()
 
     def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
-        """The configurations the ladder tries with this lever alone."""
+        """The configurations the search measures with this lever alone on `base` (for an
+        offered lever: on the best stack)."""
         return []
 
-    def stack(self, spec: RunSpec, device: Device, workload: Workload) -> Variant | None:
-        """This lever's choice added to a stack of others (stack_role set), or None."""
-        return None
+    def alternatives(self, spec: RunSpec, device: Device, workload: Workload) -> list[Variant]:
+        """Other values of this lever worth trying on a stack `spec` that has it already (the
+        costly ones, such as compile modes, measured only where the lever paid)."""
+        return []
+
+    def pays_with(self, stack: RunSpec) -> str:
+        """Why this lever is worth trying on `stack` although it did not pay alone ("channels_last
+        pays with a low precision"), or "" when it is not."""
+        return ""
 
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
         """Why the ladder leaves `group` out for this configuration; "" when it does not."""

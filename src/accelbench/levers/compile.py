@@ -24,7 +24,7 @@ class Compile(Lever):
     default = ""  # eager
     words = ("off", *MODES)
     stage = 50  # after DDP: PyTorch compiles the DDP module
-    stack_role = "top"
+    searched = True
 
     def from_word(self, word: str) -> Value:
         return "" if word == "off" else word
@@ -49,5 +49,15 @@ class Compile(Lever):
     def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
         return [Variant("compile", self.assign(base, "default"), self.name)]
 
-    def stack(self, spec: RunSpec, device: Device, workload: Workload) -> Variant | None:
-        return Variant("compile", self.assign(spec, "default"), self.name)
+    def alternatives(self, spec: RunSpec, device: Device, workload: Workload) -> list[Variant]:
+        """The other modes, on a stack that compile paid on: each compiles again (minutes for a
+        large model), so they are tried last. reduce-overhead captures CUDA graphs itself, so it
+        replaces a stack's own graph; max-autotune (with graphs) would too, and tunes longest."""
+        if device.kind != "cuda":
+            return []  # the modes differ by CUDA graphs and GPU kernel autotuning
+        graphless = spec.with_lever("cuda_graphs", False, False)
+        return [
+            Variant("compile:reduce-overhead", self.assign(graphless, "reduce-overhead"), self.name),
+            Variant("compile:max-autotune-no-cudagraphs",
+                    self.assign(spec, "max-autotune-no-cudagraphs"), self.name),
+        ]

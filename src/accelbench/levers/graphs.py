@@ -23,7 +23,7 @@ class CudaGraphs(Switch):
     help = "capture each step in a CUDA graph: off, on"
     dimension = "cuda-graphs"
     stage = 60  # last: it captures the step the others built
-    stack_role = "top"
+    searched = True
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
         if not device.can_capture_graphs:
@@ -58,12 +58,9 @@ class CudaGraphs(Switch):
             else []
         )
 
-    def stack(self, spec: RunSpec, device: Device, workload: Workload) -> Variant | None:
-        return (
-            Variant("cuda_graphs", self.assign(spec, True), self.name)
-            if self._can(device)
-            else None
-        )
+    def pays_with(self, stack: RunSpec) -> str:
+        # Every step accelbench times is static (one batch, one shape), so a graph can take it.
+        return "a CUDA graph removes the host's launches from any static step"
 
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
         return "" if self._can(device) else f"{device.name} cannot capture graphs"

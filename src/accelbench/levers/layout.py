@@ -20,7 +20,7 @@ class ChannelsLast(Switch):
     dimension = "memory-format"
     off_word, on_word = "contiguous", "channels_last"
     stage = 30  # before DDP wraps the model and compile traces it
-    stack_role = "base"
+    searched = True
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
         if not workload.images:
@@ -45,10 +45,10 @@ class ChannelsLast(Switch):
             return []
         return [Variant("channels_last", self.assign(base, True), self.name)]
 
-    def stack(self, spec: RunSpec, device: Device, workload: Workload) -> Variant | None:
-        if not workload.images:
-            return None
-        return Variant("channels_last", self.assign(spec, True), self.name)
+    def pays_with(self, stack: RunSpec) -> str:
+        if stack.precision in ("fp16", "bf16"):
+            return "channels_last pays with a low precision: tensor-core convolutions read NHWC"
+        return ""
 
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
         return "" if workload.images else "the inputs are not images"

@@ -37,7 +37,7 @@ class Precision(Lever):
     words = PRECISIONS
     stage = 20
     torch_only = False
-    stack_role = "base"
+    searched = True
 
     def value(self, spec: RunSpec) -> Value:
         return spec.precision
@@ -97,9 +97,9 @@ class Precision(Lever):
             )
         return ""
 
-    # --- the ladder: each low precision alone; bf16 (else the last) in the stack; int8 is
-    # the ONNX Runtime backend's variant (PyTorch runs no int8 kernels here), named here so
-    # that `optimize --levers` lists it without importing the backends.
+    # --- the search: each low precision alone, the best of them stacked; int8 is the ONNX
+    # Runtime backend's variant (PyTorch runs no int8 kernels here), named here so that
+    # `optimize --levers` lists it without importing the backends.
     @property
     def ladder_groups(self) -> tuple[str, ...]:
         return ("precision", "int8")
@@ -107,12 +107,13 @@ class Precision(Lever):
     def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
         return [Variant(p, self.assign(base, p), "precision") for p in low_precisions(device)]
 
-    def stack(self, spec: RunSpec, device: Device, workload: Workload) -> Variant | None:
-        low = low_precisions(device)
-        if not low:
-            return None
-        best = "bf16" if "bf16" in low else low[-1]  # bf16 keeps fp32's range
-        return Variant(best, self.assign(spec, best), "precision")
+    def pays_with(self, stack: RunSpec) -> str:
+        if stack.lever("cuda_graphs", False) or stack.lever("compile", "") == "reduce-overhead":
+            return (
+                "with the launches captured in a graph, kernel time is what is left, and a lower "
+                "precision shortens kernels"
+            )
+        return ""
 
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
         if group == "int8":
