@@ -50,7 +50,17 @@ __all__ = [
     "unsupported_reason",
 ]
 
-BUILT_IN = ("precision", "layout", "compile", "graphs", "threads", "parallel", "prune")
+BUILT_IN = (
+    "precision",
+    "layout",
+    "compile",
+    "graphs",
+    "cudnn",
+    "optimizer",
+    "threads",
+    "parallel",
+    "prune",
+)
 PLUGINS = "ACCELBENCH_LEVERS"
 
 
