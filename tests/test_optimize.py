@@ -1,4 +1,5 @@
-"""The optimization ladder: which variants it tries, how it judges them, and the command."""
+"""The optimization search's judgement of its variants, and the command (the search itself:
+test_search.py)."""
 
 import json
 
@@ -15,7 +16,6 @@ from accelbench.workflows.optimize import (
     Rung,
     Tolerance,
     assess,
-    ladder,
     levers_not_tried,
     recommend,
     settings_code,
@@ -31,21 +31,6 @@ RESNET, MLP = get_workload("resnet50"), get_workload("mlp")
 
 def _names(rungs):
     return [r.name for r in rungs]
-
-
-def test_the_ladder_tries_each_lever_then_the_stacks_that_make_sense():
-    base = make_spec(get_workload("resnet50"), CPU, mode="infer")
-    names = _names(ladder(base, CPU, RESNET, LEVERS))
-    assert names[0] == "fp32 eager"
-    for name in ("bf16", "fp16", "channels_last", "compile", "bf16 + channels_last"):
-        assert name in names
-    assert "bf16 + channels_last + compile" in names
-    assert "int8 (onnxruntime-cpu)" in names and "pruned channels:0.3" in names
-    assert not any("cuda_graphs" in n or n == "tf32" for n in names)  # the CPU has neither
-    train = ladder(base.__class__(**{**base.__dict__, "mode": "train"}), CPU, RESNET, LEVERS)
-    assert not any("int8" in n or "pruned" in n for n in _names(train))  # inference levers
-    only = ladder(base, CPU, MLP, ("precision",))
-    assert _names(only) == ["fp32 eager", "fp16", "bf16"]
 
 
 def _result(spec, seconds, drift=None, seed=0):
@@ -148,28 +133,6 @@ def test_optimize_bad_input(args, message, tmp_path):
     assert out.returncode == 2 and message in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     assert not db.exists()
-
-
-def test_on_an_nvidia_gpu_the_ladder_adds_tf32_cuda_graphs_and_tensorrt_int8():
-    import torch
-
-    from accelbench import devices
-
-    if torch.version.hip is not None:
-        pytest.skip("a ROCm build names other providers")
-    gpu = devices.Device(
-        "cuda:0",
-        "cuda",
-        True,
-        "",
-        dtypes=devices.DtypeSupport(fp16=True, bf16=True, tf32=True),
-        backend=devices.BACKENDS["cuda"],
-    )
-    base = make_spec(get_workload("resnet50"), gpu, mode="infer")
-    names = _names(ladder(base, gpu, RESNET, LEVERS))
-    for name in ("tf32", "cuda_graphs", "bf16 + channels_last + cuda_graphs"):
-        assert name in names
-    assert "int8 (onnxruntime-tensorrt)" in names
 
 
 def test_levers_that_cannot_apply_are_named_with_the_reason():

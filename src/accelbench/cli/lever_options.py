@@ -21,7 +21,7 @@ def add_lever_options(
     when `groups` does not have it yet)."""
     from ..levers import all_levers
 
-    for lever in all_levers():
+    for lever in (lever for lever in all_levers() if lever.option):
         if lever.group_title not in groups:
             groups[lever.group_title] = parser.add_argument_group(lever.group_title)
         groups[lever.group_title].add_argument(
@@ -38,7 +38,7 @@ def lever_values(args: argparse.Namespace) -> dict[str, tuple[Value, ...]]:
     """Each lever's values as asked for, by lever name (before `Lever.sweep_values`)."""
     from ..levers import all_levers
 
-    return {lever.name: getattr(args, _dest(lever)) for lever in all_levers()}
+    return {lever.name: getattr(args, _dest(lever)) for lever in all_levers() if lever.option}
 
 
 def _dest(lever: Lever) -> str:

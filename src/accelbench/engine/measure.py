@@ -27,7 +27,8 @@ class StopRule:
 
     With `blocks` set, exactly that many. Otherwise keep going until the 95% CI of the median
     is within `target_ci` of it (after at least `min_blocks`), or `max_time` seconds of timed
-    blocks have passed, or `max_blocks` were timed: whichever comes first.
+    blocks have passed (once `min_samples` were timed), or `max_blocks` were timed: whichever
+    comes first.
     """
 
     blocks: int | None = None
@@ -36,6 +37,8 @@ class StopRule:
     min_blocks: int = 10
     max_blocks: int = 100_000
     target_ci: float = 0.02
+    # The optimization search compares intervals, and a median's 95% CI needs 6 samples.
+    min_samples: int = 1
     # Adaptive rule only: group blocks shorter than this into one timed sample. Synchronizing at
     # a sample's start empties the device's queue, so until the host is ahead again the device
     # waits on each launch: on an H200, resnet50's 54 ms training step took 2.4% longer timed
@@ -54,7 +57,7 @@ class StopRule:
         n = len(samples)
         if self.blocks is not None:
             return n >= self.blocks
-        if n >= self.max_blocks or elapsed >= self.max_time:
+        if n >= self.max_blocks or (elapsed >= self.max_time and n >= self.min_samples):
             return True
         # Checking the CI costs a sort; do it on a geometric schedule, not after every block.
         if n < self.min_blocks or n % max(1, n // 10) != 0:

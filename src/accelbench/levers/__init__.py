@@ -60,6 +60,7 @@ BUILT_IN = (
     "threads",
     "parallel",
     "prune",
+    "batch",
 )
 PLUGINS = "ACCELBENCH_LEVERS"
 

@@ -81,12 +81,15 @@ class Variant:
     """One configuration a lever offers the optimization ladder.
 
     `group` is the name `optimize --levers` selects it by (usually the lever's); a `late`
-    variant is tried after the stacks (the inference-only levers, which do not stack)."""
+    variant is measured alone only (the inference-only levers, which do not stack). `cost` is
+    its expected wall time against the configuration it is made from: above 1, the search
+    first checks that its budget has room for it (max-autotune tunes for minutes)."""
 
     name: str
     spec: RunSpec
     group: str
     late: bool = False
+    cost: float = 1.0
 
 
 class Lever:
@@ -98,7 +101,7 @@ class Lever:
 
     name = ""  # key in RunSpec.levers, in exported files and in the store's JSON
     title = ""  # how a sentence names it ("torch.compile"); the name when empty
-    option = ""  # the `run` option, e.g. "--memory-formats"
+    option = ""  # the `run` option, e.g. "--memory-formats" ("" only for an offered lever)
     metavar = "LIST"
     help = ""
     group_title = "configurations (lists multiply)"  # the --help section it appears in
@@ -238,7 +241,9 @@ def register(cls: type[Lever]) -> type[Lever]:
     lever = cls()
     if not lever.name or lever.name in _LEVERS:
         raise ValueError(f"lever {lever.name!r} is registered twice or has no name")
-    if not lever.option.startswith("--") or lever.option in (o.option for o in _LEVERS.values()):
+    # A search-only lever over a field of RunSpec (the batch) has no option of its own.
+    taken = lever.option in (o.option for o in _LEVERS.values())
+    if (lever.option or not lever.offered) and (not lever.option.startswith("--") or taken):
         raise ValueError(f"lever {lever.name!r} needs an option of its own, not {lever.option!r}")
     _LEVERS[lever.name] = lever
     return cls

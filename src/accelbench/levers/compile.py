@@ -11,6 +11,9 @@ if TYPE_CHECKING:
     from ..devices import Device
     from ..workloads import Workload
 
+# max-autotune's kernel search took 143 s on seed 000's CNN where the default mode's compile
+# took 11 s (H200, BENCHMARKS.md): the search budgets it at ten times the stack it refines.
+AUTOTUNE_COST = 10.0
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
@@ -49,6 +52,14 @@ class Compile(Lever):
     def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
         return [Variant("compile", self.assign(base, "default"), self.name)]
 
+    def pays_with(self, stack: RunSpec) -> str:
+        if stack.lever("cuda_graphs", False):
+            return (
+                "inside a CUDA graph, launches cost nothing and fewer, fused kernels shorten the "
+                "device's own time"
+            )
+        return ""
+
     def alternatives(self, spec: RunSpec, device: Device, workload: Workload) -> list[Variant]:
         """The other modes, on a stack that compile paid on: each compiles again (minutes for a
         large model), so they are tried last. reduce-overhead captures CUDA graphs itself, so it
@@ -57,7 +68,13 @@ class Compile(Lever):
             return []  # the modes differ by CUDA graphs and GPU kernel autotuning
         graphless = spec.with_lever("cuda_graphs", False, False)
         return [
-            Variant("compile:reduce-overhead", self.assign(graphless, "reduce-overhead"), self.name),
-            Variant("compile:max-autotune-no-cudagraphs",
-                    self.assign(spec, "max-autotune-no-cudagraphs"), self.name),
+            Variant(
+                "compile:reduce-overhead", self.assign(graphless, "reduce-overhead"), self.name
+            ),
+            Variant(
+                "compile:max-autotune-no-cudagraphs",
+                self.assign(spec, "max-autotune-no-cudagraphs"),
+                self.name,
+                cost=AUTOTUNE_COST,
+            ),
         ]

@@ -107,6 +107,12 @@ class Precision(Lever):
     def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
         return [Variant(p, self.assign(base, p), "precision") for p in low_precisions(device)]
 
+    def alternatives(self, spec: RunSpec, device: Device, workload: Workload) -> list[Variant]:
+        """The other low precisions on a finished stack: alone fp16 can beat bf16 and lose
+        to it once compiled (resnet50 on an H200: fp16's GradScaler checks the host each step)."""
+        others = [p for p in low_precisions(device) if p != spec.precision]
+        return [Variant(p, self.assign(spec, p), "precision") for p in others]
+
     def pays_with(self, stack: RunSpec) -> str:
         if stack.lever("cuda_graphs", False) or stack.lever("compile", "") == "reduce-overhead":
             return (

@@ -33,7 +33,7 @@ def spec_json(spec: RunSpec) -> dict[str, Any]:
     lever stored by a plugin this process has not loaded shows as stored)."""
     out = {k: v for k, v in spec.to_dict().items() if k != "levers"}
     out.update(spec.levers)
-    out.update({lever.name: lever.value(spec) for lever in all_levers()})
+    out.update({lever.name: lever.value(spec) for lever in all_levers() if lever.option})
     return out
 
 

@@ -1,9 +1,9 @@
-"""The optimization ladder: every lever that applies, alone and in the combinations that make
-sense, measured by the benchmark engine against fp32 eager, each with its drift from the fp32
-model; then the fastest variant whose drift stays within the tolerance.
+"""Judging the optimization search's variants: each against fp32 eager, its drift against the
+tolerance, a note where it did not pay, and the fastest variant within tolerance as the
+recommendation. The search itself (what is measured, in which order) is `search`.
 
 Each variant is an ordinary configuration (a RunSpec) run in its own worker, so a variant that
-crashes, runs out of memory or cannot apply ends as that row's status and the ladder goes on.
+crashes, runs out of memory or cannot apply ends as that row's status and the search goes on.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.compare import Speedup, speedup
-from ..backends import all_backends, code
+from ..backends import code
 from ..core.metrics import DRIFT, Drift
 from ..core.result import Result, RunSpec
 from ..devices import Device
-from ..levers import Variant, active_levers, all_levers, label
+from ..levers import active_levers, all_levers, label
 from ..workloads import Workload
 
 __all__ = [
@@ -25,7 +25,6 @@ __all__ = [
     "Tolerance",
     "Assessment",
     "assess",
-    "ladder",
     "levers_not_tried",
     "recommend",
     "settings_code",
@@ -66,41 +65,9 @@ class Rung:
 
     name: str
     spec: RunSpec
-
-
-def ladder(base: RunSpec, device: Device, workload: Workload, groups: Sequence[str]) -> list[Rung]:
-    """fp32 eager first, then each lever alone, then the stacks that make sense (the levers of
-    the base stack together, then each top lever on that stack: the fastest precision with
-    channels_last, then with torch.compile or a CUDA graph on top), then the late variants
-    (int8, pruning), which do not stack. Only the groups named in `groups` are tried."""
-    wanted = [v for v in _variants(base, device, workload) if v.group in groups]
-    rungs = [Rung(BASELINE, base)]
-    rungs += [Rung(v.name, v.spec) for v in wanted if not v.late]
-    rungs += _stacks(base, device, workload, groups)
-    rungs += [Rung(v.name, v.spec) for v in wanted if v.late]
-    return list({r.spec: r for r in rungs}.values())  # a stack equal to a single lever once
-
-
-def _variants(base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
-    found = [v for lever in all_levers() for v in lever.variants(base, device, workload)]
-    return found + [v for b in all_backends() for v in b.variants(base, device, workload)]
-
-
-def _stacks(base: RunSpec, device: Device, workload: Workload, groups: Sequence[str]) -> list[Rung]:
-    levers = [lever for lever in all_levers() if lever.name in groups]
-    stack, names = base, list[str]()
-    for lever in (lever for lever in levers if lever.stack_role == "base"):
-        choice = lever.stack(stack, device, workload)
-        if choice is not None:
-            stack, names = choice.spec, [*names, choice.name]
-    if not names:
-        return []
-    rungs = [Rung(" + ".join(names), stack)] if len(names) > 1 else []
-    for lever in (lever for lever in levers if lever.stack_role == "top"):
-        top = lever.stack(stack, device, workload)
-        if top is not None:
-            rungs.append(Rung(" + ".join([*names, top.name]), top.spec))
-    return rungs
+    group: str = ""  # the lever group it belongs to (`optimize --levers`)
+    late: bool = False  # measured alone only
+    offered: bool = False  # shown beside the recommendation, never taken as it
 
 
 def levers_not_tried(
@@ -161,9 +128,13 @@ def assess(
 
 
 def recommend(verdicts: Sequence[Assessment]) -> Assessment:
-    """The fastest variant within tolerance whose gain is real (its interval clears 1);
-    fp32 eager when none is."""
-    paying = [v for v in verdicts[1:] if v.speedup and v.refused is None and v.speedup.low > 1.0]
+    """The fastest variant within tolerance whose gain is real (its interval clears 1), offered
+    ones (a larger batch) aside; fp32 eager when none is."""
+    paying = [
+        v
+        for v in verdicts[1:]
+        if v.speedup and v.refused is None and v.speedup.low > 1.0 and not v.rung.offered
+    ]
     if not paying:
         return verdicts[0]
     return max(paying, key=lambda v: v.speedup.ratio if v.speedup else 0.0)

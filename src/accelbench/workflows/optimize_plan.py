@@ -1,5 +1,6 @@
-"""Optimization ladders: a typed request becomes the ladder for one workload on one device; each
-rung runs in its own worker with its drift measured, is stored as it lands, and is assessed."""
+"""Optimization searches: a typed request becomes the search for one workload on one device;
+each variant runs in its own worker with its drift measured, is stored as it lands, and the
+whole is assessed against fp32 eager."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from ..analysis.metrics import Analyzer
 from ..backends import unsupported
 from ..core.metrics import OptimizeTag
-from ..core.result import Result
+from ..core.result import Result, RunSpec
 from ..devices import Device, pick_device, resolve_devices
 from ..devices.fingerprint import fingerprint
 from ..engine.measure import StopRule
@@ -20,11 +21,16 @@ from ..errors import AccelbenchError, UsageError
 from ..levers import ladder_groups
 from ..store.db import Store
 from ..workloads import Workload, WorkloadRef, load_workload
-from .optimize import Assessment, Rung, Tolerance, assess, ladder, levers_not_tried
+from .optimize import Assessment, Rung, Tolerance, assess, levers_not_tried
+from .search import Budget, Search, SearchOutcome
 
-__all__ = ["Ladder", "OptimizeRequest", "plan_ladder", "run_ladder"]
+__all__ = ["Ladder", "OptimizeRequest", "Searched", "plan_ladder", "run_ladder"]
 
-DEFAULT_SECONDS = 10.0  # timed seconds per rung under the adaptive rule
+# Timed seconds per variant under the adaptive rule: it stops sooner once the median's 95% CI
+# is within 2%, which a GPU's steady steps reach in a few seconds.
+DEFAULT_SECONDS = 3.0
+DEFAULT_BUDGET = 300.0  # the whole search: a coffee break
+SAMPLES_FOR_CI = 6  # the fewest for a distribution-free 95% CI of the median
 
 
 @dataclass(frozen=True)
@@ -40,19 +46,24 @@ class OptimizeRequest:
     epochs: int | None = None  # time exactly this many its per rung; else the adaptive rule
     max_time: float | None = None  # the adaptive rule's timed seconds (None: DEFAULT_SECONDS)
     warmup: int = 1
-    timeout: float = 900.0  # per rung
+    timeout: float = 900.0  # per variant
     tolerance: Tolerance = Tolerance()
+    budget: float = DEFAULT_BUDGET  # seconds for the whole search
 
 
 @dataclass(frozen=True)
 class Ladder:
+    """A planned search: what it measures against, with which rule, within what budget."""
+
     ref: WorkloadRef
     workload: Workload
     device: Device
-    rungs: list[Rung]
+    base: RunSpec
+    groups: tuple[str, ...]
     stop: StopRule
     tolerance: Tolerance
     timeout: float
+    budget: float
     not_tried: dict[str, str]  # levers asked for that do not apply here, and why
 
     # Each run of the ladder is its own sweep: a report draws every ladder against its own
@@ -63,21 +74,31 @@ class Ladder:
 def plan_ladder(request: OptimizeRequest) -> Ladder:
     workload = load_workload(request.workload)
     device = _one_device(request.device)
-    base = make_spec(workload, device, mode=request.mode, batch_size=request.batch_size)
+    # One step per block: the adaptive rule then groups steps into samples of a quarter second
+    # or more, so even a workload whose "it" is an epoch (seed 000's, 20 steps) gets the six
+    # samples an interval needs within the search's few seconds per variant.
+    steps = 1 if not request.epochs else None
+    base = make_spec(
+        workload, device, mode=request.mode, batch_size=request.batch_size, steps_per_block=steps
+    )
     if request.epochs:
         stop = StopRule(blocks=request.epochs, warmup=request.warmup)
     else:
-        stop = StopRule(max_time=request.max_time or DEFAULT_SECONDS, warmup=request.warmup)
-    rungs = ladder(base, device, workload, request.levers)
+        seconds = request.max_time or DEFAULT_SECONDS
+        stop = StopRule(max_time=seconds, warmup=request.warmup, min_samples=SAMPLES_FOR_CI)
+    if not request.budget > 0:
+        raise UsageError(f"--budget must be a positive number of seconds, got {request.budget:g}")
     not_tried = levers_not_tried(base, device, workload, request.levers)
     return Ladder(
         request.workload,
         workload,
         device,
-        rungs,
+        base,
+        tuple(request.levers),
         stop,
         request.tolerance,
         request.timeout,
+        request.budget,
         not_tried,
     )
 
@@ -91,31 +112,67 @@ def _one_device(name: str) -> Device:
     return devices[0]
 
 
-def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> list[Assessment]:
-    """Every rung measured and stored, then judged against fp32 eager."""
+@dataclass(frozen=True)
+class Searched:
+    """A search run: what it measured, in its order and words, and each variant judged."""
+
+    outcome: SearchOutcome
+    verdicts: list[Assessment]
+
+
+def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
+    """The search, each variant measured and stored as it lands, then judged against fp32."""
     analyze = Analyzer(store.calibrations())
-    results = []
+    budget = Budget(plan.budget)
+    first = True
+
+    def measure(rung: Rung, timeout: float) -> Result:
+        nonlocal first
+        result = _run_rung(plan, rung, timeout, probe=first)  # the verdict needs fp32's probe
+        first = False
+        result = analyze(result, plan.workload, plan.device)
+        tag = OptimizeTag(rung.name, vars(plan.tolerance)).to_metrics()
+        return store.save(replace(result, sweep=plan.id, metrics={**result.metrics, **tag}))
+
     with progress_bar(disable=quiet) as bar:
-        task = bar.add_task(f"{plan.ref.name} on {plan.device.name}", total=len(plan.rungs))
-        for i, rung in enumerate(plan.rungs):
-            result = _run_rung(plan, rung, probe=i == 0)  # the verdict needs fp32's probe
-            result = analyze(result, plan.workload, plan.device)
-            tag = OptimizeTag(rung.name, vars(plan.tolerance)).to_metrics()
-            metrics = {**result.metrics, **tag}
-            results.append(store.save(replace(result, sweep=plan.id, metrics=metrics)))
-            bar.advance(task)
-    return assess(plan.rungs, results, plan.tolerance)
+        task = bar.add_task(plan.ref.name, total=plan.budget)
+
+        def on_start(name: str) -> None:
+            left = max(0.0, budget.left())
+            bar.update(task, completed=budget.used(), description=f"{name} ({left:.0f} s left)")
+
+        search = Search(
+            plan.base,
+            plan.device,
+            plan.workload,
+            plan.groups,
+            plan.tolerance,
+            measure,
+            lambda spec: _unsupported(spec, plan),
+            budget,
+            plan.timeout,
+            on_start,
+        )
+        outcome = search.run()
+        bar.update(task, completed=plan.budget)
+    trials = outcome.trials
+    verdicts = assess([t.rung for t in trials], [t.result for t in trials], plan.tolerance)
+    return Searched(outcome, verdicts)
 
 
-def _run_rung(plan: Ladder, rung: Rung, probe: bool) -> Result:
+def _unsupported(spec: RunSpec, plan: Ladder) -> str | None:
     try:
-        reason = unsupported(rung.spec, plan.device, plan.workload)
-    except AccelbenchError as exc:  # a missing optional package: this rung cannot run
-        reason = str(exc)
+        return unsupported(spec, plan.device, plan.workload)
+    except AccelbenchError as exc:  # a missing optional package: this variant cannot run
+        return str(exc)
+
+
+def _run_rung(plan: Ladder, rung: Rung, timeout: float, probe: bool) -> Result:
+    reason = _unsupported(rung.spec, plan)
     if reason:
         result = Result(spec=rung.spec, status="unsupported", error=reason)
     else:
-        result = run_isolated(rung.spec, plan.ref, plan.stop, plan.timeout, probe=probe, drift=True)
+        result = run_isolated(rung.spec, plan.ref, plan.stop, timeout, probe=probe, drift=True)
     if not result.environment:
         result = replace(result, environment=fingerprint(plan.device))
     return result

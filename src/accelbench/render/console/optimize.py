@@ -1,5 +1,5 @@
-"""`accelbench optimize`'s table: the ladder, what did not pay and why, and the recommendation
-with the code that applies it."""
+"""`accelbench optimize`'s table: the search's variants, the path it took, what did not pay and
+why, what was offered, and the recommendation with the code that applies it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from .table import new_table, render_table
 
 if TYPE_CHECKING:  # the types only: the optimize workflow imports torch
     from ...workflows.optimize import Assessment
-    from ...workflows.optimize_plan import Ladder
+    from ...workflows.optimize_plan import Ladder, Searched
+    from ...workflows.search import Trial
 
 __all__ = ["optimize_table"]
 
@@ -28,23 +29,26 @@ _OPTIMIZE_HEADERS = (
 )
 
 
-def optimize_table(
-    verdicts: Sequence[Assessment], chosen: Assessment, ladder: Ladder, width: int = 120
-) -> str:
-    """The ladder as a table, what did not pay and why, and the recommendation with its code."""
+def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width: int = 120) -> str:
+    """The search as a table, its path, what did not pay and why, the offers, and the
+    recommendation with its code."""
     from ...workflows.optimize import settings_code
 
-    base = verdicts[0].result.spec
+    verdicts, outcome = searched.verdicts, searched.outcome
+    base = ladder.base
     title = (
         f"accelbench optimize: {base.workload} {base.mode} b{base.batch_size} on "
         f"{ladder.device.name}"
     )
     table = new_table(title, _OPTIMIZE_HEADERS, left_columns=1)
     notes: list[str] = []
-    for v in verdicts:
-        table.add_row(v.rung.name, *_optimize_cells(v))
+    for v, trial in zip(verdicts, outcome.trials, strict=True):
+        table.add_row(v.rung.name, *_optimize_cells(v, trial))
         notes += _rung_notes(v)
-    notes += [f"not tried: {lever}: {why}" for lever, why in ladder.not_tried.items()]
+    notes.append(f"the search's path ({outcome.wall_s:.0f} s of a {ladder.budget:.0f} s budget):")
+    notes += outcome.path()
+    not_tried = {**ladder.not_tried, **dict(outcome.not_tried)}
+    notes += [f"not tried: {name}: {why}" for name, why in not_tried.items()]
     notes += _backend_notes(verdicts)
     tolerance = ladder.tolerance
     notes.append(
@@ -55,15 +59,15 @@ def optimize_table(
     if ladder.device.caveat:
         notes.append(ladder.device.caveat)
     notes += _recommendation(chosen, verdicts[0], settings_code(chosen.result.spec, ladder.device))
+    notes += _offers(verdicts, chosen, ladder)
     return render_table(table, notes, width)
 
 
 def _rung_notes(v: Assessment) -> list[str]:
-    """Why a rung failed or was refused, and what it should be known for."""
+    """Why a variant was refused, and what it should be known for (why one failed is in the
+    search's path)."""
     notes = []
-    if v.result.measurement is None:
-        notes.append(f"{v.rung.name}: {v.result.status}: {v.result.error}")
-    elif v.refused:
+    if v.result.measurement is not None and v.refused:
         notes.append(f"{v.rung.name}: refused: {v.refused}")
     if v.note:
         notes.append(f"{v.rung.name}: {v.note}")
@@ -81,10 +85,14 @@ def _backend_notes(verdicts: Sequence[Assessment]) -> list[str]:
     return notes
 
 
-def _optimize_cells(v: Assessment) -> list[str]:
+_FAILED = {"error": "does not apply", "oom": "OOM", "unsupported": "cannot run here"}
+
+
+def _optimize_cells(v: Assessment, trial: Trial) -> list[str]:
     r = v.result
     if r.measurement is None:
-        return [r.status.upper(), "", "", "", "", ""]
+        status = "not finished" if trial.budget_cut else _FAILED.get(r.status, r.status.upper())
+        return [status, "", "", "", "", ""]
     drift = r.facts.drift
     top1 = drift.top1_agreement if drift else None
     error = drift.max_rel_error if drift else None
@@ -113,3 +121,20 @@ def _recommendation(chosen: Assessment, baseline: Assessment, code: list[str]) -
         head = f"recommendation: {chosen.rung.name}, {chosen.speedup.text()} over fp32 eager"
         head += f" (accelbench configuration: {label(chosen.result.spec)})"
     return [head, *(f"    {line}" for line in code)]
+
+
+def _offers(verdicts: Sequence[Assessment], chosen: Assessment, ladder: Ladder) -> list[str]:
+    """What a larger batch would give, beside (never instead of) the recommendation."""
+    from ...levers.batch import LargerBatch
+
+    offers = [v for v in verdicts if v.rung.offered and v.speedup and v.refused is None]
+    best = max(offers, key=lambda v: v.speedup.ratio if v.speedup else 0.0, default=None)
+    if best is None or best.speedup is None or best.speedup.low <= 1.0:
+        return []
+    r = best.result
+    line = (
+        f"offered, not recommended: {best.rung.name}, {best.speedup.text()} over fp32 eager, "
+        f"{number(r.samples_per_second or 0)} samples/s at peak memory "
+        f"{format_bytes(r.peak_memory)}; {LargerBatch.caveat(r.spec)}"
+    )
+    return [line]

@@ -1,0 +1,369 @@
+"""The optimization search: which levers to stack is decided by what was measured.
+
+1. fp32 eager, the baseline every speedup is against.
+2. Each lever's variants alone (the cheap ones first; late ones, such as int8 and pruning, are
+   measured alone only: they do not stack).
+3. A stack, from the variant that paid most alone (its speedup's 95% CI above 1, its drift
+   within the tolerance). Each other lever is tried on it once, with its best variant alone,
+   if it paid alone or is known to pay in combination (`Lever.pays_with`: channels_last with a
+   low precision, a CUDA graph on a static step); it stays only if it beats the stack beyond
+   noise (the CI of its speedup over the stack above 1).
+4. The stack's levers' alternatives on the finished stack (the other low precisions, the
+   compile modes), each kept only if it beats the stack beyond noise.
+5. Offered levers (a larger batch) on the best stack, doubling while it pays; never the
+   recommendation, always shown with what they change.
+
+A variant that fails (the model's `.view` refuses channels_last, a compile error, OOM) is a
+finding: it is reported with its reason and left out of every later stack. The budget bounds
+the whole search: a variant that no longer fits is listed as not tried.
+
+The search measures through a callback, so tests drive it with results of their own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from ..analysis.compare import Speedup, speedup
+from ..backends import all_backends
+from ..core.result import Result, RunSpec
+from ..devices import Device
+from ..levers import Lever, Variant, all_levers
+from ..workloads import Workload
+from .optimize import BASELINE, Rung, Tolerance
+
+__all__ = ["Budget", "Search", "SearchOutcome", "Trial", "failure_text", "stack_name"]
+
+ALONE, STACK, ALTERNATIVE, OFFER = "alone", "stack", "alternative", "offer"
+
+
+class Budget:
+    """Seconds left for the whole search, on a clock tests can replace."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds, self.clock = seconds, clock
+        self.start = clock()
+
+    def left(self) -> float:
+        return self.seconds - (self.clock() - self.start)
+
+    def used(self) -> float:
+        return self.clock() - self.start
+
+
+@dataclass
+class Trial:
+    """One variant measured: why the search tried it, and what came of it."""
+
+    rung: Rung
+    result: Result
+    phase: str  # "baseline", ALONE, STACK, ALTERNATIVE or OFFER
+    why: str
+    wall_s: float
+    outcome: str = ""
+    budget_cut: bool = False  # stopped because the budget ran out, not by its own fault
+
+    @property
+    def measured(self) -> bool:
+        return self.result.measurement is not None
+
+
+@dataclass
+class SearchOutcome:
+    trials: list[Trial] = field(default_factory=list)
+    not_tried: list[tuple[str, str]] = field(default_factory=list)  # (variant, why not)
+    steps: list[Trial | str] = field(default_factory=list)  # what the search did, in order
+    wall_s: float = 0.0
+
+    @property
+    def baseline(self) -> Trial | None:
+        return self.trials[0] if self.trials else None
+
+    def path(self) -> list[str]:
+        """The search's path in words: each variant, why it was tried and what came of it."""
+        lines, n = [], 0
+        for step in self.steps:
+            if isinstance(step, str):
+                lines.append(f"   {step}")
+                continue
+            n += 1
+            why = "" if step.phase in (ALONE, "baseline") else f", because {step.why}"
+            outcome = f": {step.outcome}" if step.outcome else ""
+            lines.append(f"{n:2}. {step.rung.name} ({step.phase}{why}){outcome}")
+        return lines
+
+
+def failure_text(result: Result) -> str:
+    """A variant that did not run, in the words of the search: a finding, not a crash."""
+    if result.status == "error":
+        return f"does not apply to this model: {result.error}"
+    if result.status == "oom":
+        return f"out of memory: {result.error}"
+    if result.status == "unsupported":
+        return f"cannot run here: {result.error}"
+    return f"{result.status}: {result.error}"
+
+
+class Search:
+    """One search for one workload on one device; `run()` returns what it measured."""
+
+    def __init__(
+        self,
+        base: RunSpec,
+        device: Device,
+        workload: Workload,
+        groups: Sequence[str],
+        tolerance: Tolerance,
+        measure: Callable[[Rung, float], Result],
+        check: Callable[[RunSpec], str | None],
+        budget: Budget,
+        timeout: float = 900.0,
+        on_start: Callable[[str], None] = lambda name: None,
+    ) -> None:
+        self.base, self.device, self.workload = base, device, workload
+        self.groups, self.tolerance = tuple(groups), tolerance
+        self.measure, self.check, self.budget = measure, check, budget
+        self.timeout, self.on_start = timeout, on_start
+        self.out = SearchOutcome()
+
+    # --- the phases ------------------------------------------------------------------------
+    def run(self) -> SearchOutcome:
+        base = self._try(Rung(BASELINE, self.base), "baseline", "every speedup is against it")
+        if base is not None and base.measured:
+            singles = self._alone(base)
+            stack = self._stack(base, singles)
+            if stack is not None:
+                stack = self._refine(stack, singles)
+            self._offer(stack or base)
+        self.out.wall_s = self.budget.used()
+        return self.out
+
+    def _alone(self, base: Trial) -> list[Trial]:
+        variants = [
+            v
+            for lever in self._levers()
+            if not lever.offered
+            for v in lever.variants(self.base, self.device, self.workload)
+        ]
+        variants += [
+            v for b in all_backends() for v in b.variants(self.base, self.device, self.workload)
+        ]
+        wanted = [v for v in variants if v.group in self.groups]
+        # the cheap first, so a tight budget still sees most levers; late ones (no stack) last
+        wanted.sort(key=lambda v: (v.late, v.cost))
+        trials = [self._try_variant(v, ALONE, "each lever alone", base) for v in wanted]
+        return [t for t in trials if t is not None]
+
+    def _stack(self, base: Trial, singles: list[Trial]) -> Trial | None:
+        paid = sorted(
+            (t for t in singles if not self._late(t) and self._beats(t, base)),
+            key=lambda t: -self._gain(t, base).ratio,  # type: ignore[union-attr]
+        )
+        if not paid:
+            self.out.steps.append("no lever paid alone, so no stack was built")
+            return None
+        stack = paid[0]
+        tried = {stack.rung.group}
+        self.out.steps.append(f"the stack starts from {stack.rung.name}, the fastest alone")
+        while (pick := self._next_candidate(stack, base, singles, tried)) is not None:
+            choice, reason = pick
+            tried.add(choice.rung.group)
+            spec = _merge(stack.result.spec, choice.result.spec, self.base)
+            rung = Rung(stack_name(spec, self.base), spec, choice.rung.group)
+            trial = self._try_spec(rung, STACK, reason, stack)
+            if trial is not None and self._keep(trial, stack):
+                stack = trial
+        for lever in self._stackable():
+            if lever.name not in tried:
+                self.out.steps.append(f"not stacked: {self._why_not_stacked(lever, singles)}")
+        return stack
+
+    def _refine(self, stack: Trial, singles: list[Trial]) -> Trial:
+        failed = {t.rung.name for t in singles if not self._usable(t)}
+        in_stack = [lever for lever in self._stackable() if lever.active(stack.result.spec)]
+        for lever in sorted(in_stack, key=lambda lever: lever.stage):
+            alternatives = lever.alternatives(stack.result.spec, self.device, self.workload)
+            for v in sorted(alternatives, key=lambda v: v.cost):
+                if v.name in failed:
+                    self.out.not_tried.append((v.name, "it failed or drifted alone"))
+                    continue
+                name = stack_name(v.spec, self.base)
+                why = f"another {lever.title} on the finished stack"
+                alternative = Variant(name, v.spec, v.group, cost=v.cost)
+                trial = self._try_variant(alternative, ALTERNATIVE, why, stack)
+                if trial is not None and self._keep(trial, stack):
+                    stack = trial
+        return stack
+
+    def _offer(self, best: Trial) -> None:
+        for lever in (lever for lever in self._levers() if lever.offered):
+            current = best
+            while variants := lever.variants(current.result.spec, self.device, self.workload):
+                why = f"offered on the best configuration: {lever.title}"
+                offer = variants[0]
+                name = (
+                    f"{current.rung.name} + {offer.name}"
+                    if current.phase != OFFER
+                    else (f"{current.rung.name.rsplit(' + ', 1)[0]} + {offer.name}")
+                )
+                trial = self._try_variant(replace(offer, name=name), OFFER, why, current)
+                if trial is None or not self._keep(trial, current):
+                    break
+                current = trial
+
+    # --- choosing ---------------------------------------------------------------------------
+    def _next_candidate(
+        self, stack: Trial, base: Trial, singles: list[Trial], tried: set[str]
+    ) -> tuple[Trial, str] | None:
+        """The next lever to try on the stack, with its best variant alone and the reason:
+        those that paid alone first (by their speedup), then those known to pay with it."""
+        found = []
+        for lever in self._stackable():
+            if lever.name in tried:
+                continue
+            best = self._best_alone(lever, base, singles, stack.result.spec)
+            if best is None:
+                continue
+            gain = self._gain(best, base)
+            if self._beats(best, base):
+                found.append((0, -gain.ratio, best, f"it paid alone ({gain.text()})"))  # type: ignore[union-attr]
+            elif reason := lever.pays_with(stack.result.spec):
+                found.append((1, 0.0, best, reason))
+        if not found:
+            return None
+        _, _, best, reason = min(found, key=lambda f: (f[0], f[1]))
+        return best, reason
+
+    def _best_alone(
+        self, lever: Lever, base: Trial, singles: list[Trial], stack: RunSpec
+    ) -> Trial | None:
+        """The lever's fastest usable variant alone that the stack can take."""
+        own = [t for t in singles if t.rung.group == lever.name and self._usable(t)]
+        fits = [t for t in own if not self.check(_merge(stack, t.result.spec, self.base))]
+        return max(fits, key=lambda t: self._gain(t, base).ratio, default=None)  # type: ignore[union-attr]
+
+    def _why_not_stacked(self, lever: Lever, singles: list[Trial]) -> str:
+        own = [t for t in singles if t.rung.group == lever.name]
+        if not own:
+            return f"{lever.title}: not measured alone"
+        if not any(self._usable(t) for t in own):
+            return f"{lever.title}: it failed or drifted alone"
+        return f"{lever.title}: it did not pay alone, and nothing known makes it pay on this stack"
+
+    def _keep(self, trial: Trial, reference: Trial) -> bool:
+        """Whether `trial` replaces `reference`; its outcome says why or why not."""
+        if not trial.measured:
+            return False
+        gain = self._gain(trial, reference)
+        if not self._usable(trial):
+            return False
+        if gain is not None and gain.low > 1.0:
+            trial.outcome = f"kept: {gain.text()} over {reference.rung.name}"
+            return True
+        verdict = "slower than" if gain and gain.high < 1.0 else "within noise of"
+        trial.outcome = (
+            f"left out: {verdict} {reference.rung.name} ({gain.text() if gain else '—'})"
+        )
+        return False
+
+    def _usable(self, trial: Trial) -> bool:
+        return trial.measured and self.tolerance.breach(trial.result.facts.drift) is None
+
+    def _beats(self, trial: Trial, reference: Trial) -> bool:
+        gain = self._gain(trial, reference)
+        return self._usable(trial) and gain is not None and gain.low > 1.0
+
+    @staticmethod
+    def _gain(trial: Trial, reference: Trial) -> Speedup | None:
+        if not trial.measured or not reference.measured:
+            return None
+        return speedup(trial.result, reference.result)
+
+    def _levers(self) -> list[Lever]:
+        return [lever for lever in all_levers() if set(lever.ladder_groups) & set(self.groups)]
+
+    def _stackable(self) -> list[Lever]:
+        return [lever for lever in self._levers() if lever.searched and not lever.late]
+
+    @staticmethod
+    def _late(trial: Trial) -> bool:
+        return trial.rung.late
+
+    # --- measuring --------------------------------------------------------------------------
+    def _try_variant(self, v: Variant, phase: str, why: str, ref: Trial) -> Trial | None:
+        rung = Rung(v.name, v.spec, v.group, v.late, offered=phase == OFFER)
+        return self._try_spec(rung, phase, why, ref, v.cost)
+
+    def _try_spec(
+        self, rung: Rung, phase: str, why: str, ref: Trial, cost: float = 1.0
+    ) -> Trial | None:
+        reason = self.check(rung.spec)
+        if reason:
+            self.out.not_tried.append((rung.name, f"cannot run here: {reason}"))
+            return None
+        left = self.budget.left()
+        if cost > 1.0 and cost * ref.wall_s > left:
+            self.out.not_tried.append(
+                (rung.name, f"budget: expected about {cost * ref.wall_s:.0f} s, {left:.0f} s left")
+            )
+            return None
+        trial = self._try(rung, phase, why)
+        if trial is not None and phase == ALONE:
+            trial.outcome = self._alone_outcome(trial, ref)
+        return trial
+
+    def _try(self, rung: Rung, phase: str, why: str) -> Trial | None:
+        done = next((t for t in self.out.trials if t.rung.spec == rung.spec), None)
+        if done is not None:  # two paths reached one configuration: measured once
+            return done
+        left = self.budget.left()
+        if left <= 0:
+            self.out.not_tried.append((rung.name, "budget: the search's time was used up"))
+            return None
+        self.on_start(rung.name)
+        timeout = min(self.timeout, left)
+        started = self.budget.clock()
+        result = self.measure(rung, timeout)
+        trial = Trial(rung, result, phase, why, self.budget.clock() - started)
+        if result.status == "timeout" and timeout < self.timeout:
+            trial.budget_cut = True
+            trial.outcome = "not finished: the search's budget ran out"
+        elif not trial.measured:
+            trial.outcome = failure_text(result)
+        self.out.trials.append(trial)
+        self.out.steps.append(trial)
+        return trial
+
+    def _alone_outcome(self, trial: Trial, base: Trial) -> str:
+        if not trial.measured:
+            return trial.outcome
+        breach = self.tolerance.breach(trial.result.facts.drift)
+        if breach:
+            return f"outside the tolerance: {breach}"
+        gain = self._gain(trial, base)
+        if gain is None:
+            return ""
+        if gain.low > 1.0:
+            return f"pays alone: {gain.text()}"
+        return f"{'slower' if gain.high < 1.0 else 'within noise'}: {gain.text()}"
+
+
+def _merge(stack: RunSpec, variant: RunSpec, base: RunSpec) -> RunSpec:
+    """`stack` with every lever value by which `variant` differs from `base`."""
+    for lever in all_levers():
+        value = lever.value(variant)
+        if value != lever.value(base):
+            stack = lever.assign(stack, value)
+    return stack
+
+
+def stack_name(spec: RunSpec, base: RunSpec) -> str:
+    """A stack named by its parts in the order they apply: "bf16 + channels_last + compile"."""
+    parts = []
+    for lever in sorted(all_levers(), key=lambda lever: lever.stage):
+        value = lever.value(spec)
+        if value != lever.value(base):
+            parts.append(spec.precision if lever.name == "precision" else lever.label(value))
+    return " + ".join(p for p in parts if p) or BASELINE

@@ -1,0 +1,158 @@
+"""The optimization search, driven by injected measurements: which stacks it builds from what
+was measured, how it treats a lever that breaks the model, and how the budget stops it."""
+
+import numpy as np
+import pytest
+
+from accelbench import devices
+from accelbench.core.result import Result
+from accelbench.core.stats import Measurement
+from accelbench.engine.runner import make_spec
+from accelbench.levers import ladder_groups
+from accelbench.workflows.optimize import Tolerance, assess, recommend
+from accelbench.workflows.search import Budget, Search
+from accelbench.workloads import get_workload
+
+GPU = devices.Device(
+    "cuda:0",
+    "cuda",
+    True,
+    "",
+    dtypes=devices.DtypeSupport(fp16=True, bf16=True, tf32=True),
+    backend=devices.BACKENDS["cuda"],
+)
+SEED, RESNET = get_workload("seed-cnn"), get_workload("resnet50")
+CLOSE = {"max_rel_error": 0.001, "top1_agreement": 1.0}
+
+
+def _result(spec, rate, seed):
+    """A measurement of `rate` samples/s with 1% noise (12 samples)."""
+    rng = np.random.default_rng(seed)
+    seconds = spec.batch_size * spec.steps_per_block / rate
+    samples = tuple(seconds * (1 + 0.01 * rng.standard_normal(12)))
+    drift = {} if spec.precision == "fp32" and not spec.levers else {"drift": CLOSE}
+    return Result(spec=spec, status="ok", measurement=Measurement(samples), metrics=drift)
+
+
+class FakeBench:
+    """Measures a spec as `rate(spec)` says; None is an error (the lever broke the model).
+    Each measurement takes `seconds` on a fake clock."""
+
+    def __init__(self, rate, seconds=10.0):
+        self.rate, self.seconds, self.now, self.specs = rate, seconds, 0.0, []
+
+    def clock(self):
+        return self.now
+
+    def measure(self, rung, timeout):
+        self.now += self.seconds
+        self.specs.append(rung.spec)
+        rate = self.rate(rung.spec)
+        if rate is None:
+            return Result(spec=rung.spec, status="error", error="RuntimeError: view size is not "
+                          "compatible with input tensor's size and stride")  # fmt: skip
+        return _result(rung.spec, rate, seed=len(self.specs))
+
+
+def _search(workload, mode, rate, budget=1e9, groups=None, seconds=10.0):
+    bench = FakeBench(rate, seconds)
+    base = make_spec(workload, GPU, mode=mode)
+    search = Search(
+        base, GPU, workload, groups or ladder_groups(), Tolerance(), bench.measure,
+        lambda spec: None if not (spec.precision == "fp16" and spec.lever("cuda_graphs", False)
+                                  and spec.mode == "train") else "fp16 training's GradScaler",
+        Budget(budget, bench.clock),
+    )  # fmt: skip
+    return search.run(), bench
+
+
+def _seed_cnn_on_an_h200(spec):
+    """seed 000's CNN training, shaped on what the H200 measured (BENCHMARKS.md)."""
+    if spec.lever("channels_last", False):
+        return None  # its forward calls x.view(), which a channels_last tensor cannot take
+    rate = 27.0
+    graphs = spec.lever("cuda_graphs", False)
+    if graphs:
+        rate = 101.0 * (1.14 if spec.precision == "tf32" else 1.0)
+        rate *= 1.24 if spec.lever("compile", "") == "default" else 1.0
+    elif spec.lever("compile", "") == "reduce-overhead":
+        rate = 34.0
+    elif spec.precision in ("fp16", "bf16"):
+        rate = 21.0  # launch-bound: a lower precision only adds casts
+    return rate * spec.batch_size / 64 ** 0.5 / 8  # a larger batch pays a little
+
+
+def test_a_lever_that_does_not_pay_alone_is_stacked_where_it_is_known_to_pay():
+    outcome, bench = _search(SEED, "train", _seed_cnn_on_an_h200)
+    names = [t.rung.name for t in outcome.trials]
+    assert names[0] == "fp32 eager"
+    assert "tf32 + cuda_graphs" in names  # a precision once the launches are captured
+    assert "tf32 + compile + cuda_graphs" in names  # compile, which lost alone, inside a graph
+    verdicts = assess([t.rung for t in outcome.trials], [t.result for t in outcome.trials],
+                      Tolerance())  # fmt: skip
+    chosen = recommend(verdicts)
+    assert chosen.rung.name == "tf32 + compile + cuda_graphs"
+    assert chosen.speedup.ratio == pytest.approx(101 * 1.14 * 1.24 / 27, rel=0.03)
+    path = "\n".join(outcome.path())
+    assert "the stack starts from cuda_graphs, the fastest alone" in path
+    assert "because with the launches captured in a graph" in path
+
+
+def test_a_lever_that_breaks_the_model_is_a_finding_left_out_of_every_stack():
+    outcome, bench = _search(SEED, "train", _seed_cnn_on_an_h200)
+    broken = [t for t in outcome.trials if t.rung.name == "channels_last"]
+    assert broken and broken[0].outcome.startswith("does not apply to this model: RuntimeError")
+    with_it = [s for s in bench.specs if s.lever("channels_last", False)]
+    assert len(with_it) == 1  # measured alone, then never again
+    assert "channels_last: it failed or drifted alone" in "\n".join(outcome.path())
+
+
+def test_alternatives_are_chosen_by_measurement_on_the_finished_stack():
+    """resnet50 training on an H200: fp16 alone beats bf16, bf16 wins once compiled."""
+
+    def rate(spec):
+        low = {"fp32": 1.0, "tf32": 2.4, "fp16": 3.4, "bf16": 2.8}[spec.precision]
+        if spec.lever("compile", ""):
+            low *= {"fp16": 1.9, "bf16": 2.45}.get(spec.precision, 1.15)
+        if spec.lever("channels_last", False):
+            low *= 1.05 if spec.precision in ("fp16", "bf16") else 0.97
+        return 900.0 * low
+
+    outcome, _ = _search(RESNET, "train", rate, groups=("precision", "channels_last", "compile"))
+    verdicts = assess([t.rung for t in outcome.trials], [t.result for t in outcome.trials],
+                      Tolerance())  # fmt: skip
+    chosen = recommend(verdicts)
+    assert chosen.result.spec.precision == "bf16"
+    spec = chosen.result.spec
+    assert spec.lever("compile", "") and spec.lever("channels_last", False)
+    alternative = next(t for t in outcome.trials if t.rung.name == chosen.rung.name)
+    assert alternative.phase == "alternative" and alternative.outcome.startswith("kept")
+
+
+def test_a_larger_batch_is_offered_but_never_recommended():
+    outcome, _ = _search(SEED, "train", _seed_cnn_on_an_h200, groups=("cuda_graphs", "batch"))
+    offers = [t for t in outcome.trials if t.phase == "offer"]
+    names = [t.rung.name for t in offers][:2]
+    assert names == ["cuda_graphs + batch 128", "cuda_graphs + batch 256"]
+    verdicts = assess([t.rung for t in outcome.trials], [t.result for t in outcome.trials],
+                      Tolerance())  # fmt: skip
+    assert recommend(verdicts).rung.name == "cuda_graphs"  # the faster offers stay offers
+
+
+def test_the_budget_stops_the_search_and_lists_what_was_not_tried():
+    outcome, bench = _search(SEED, "train", _seed_cnn_on_an_h200, budget=35.0)
+    assert len(bench.specs) == 4  # 10 s each: the fourth starts with 5 s left
+    assert outcome.not_tried and all("budget" in why for _, why in outcome.not_tried)
+    assert outcome.wall_s == pytest.approx(40.0)
+
+
+def test_a_costly_alternative_is_left_out_when_the_budget_has_no_room_for_it():
+    outcome, _ = _search(SEED, "train", _seed_cnn_on_an_h200, budget=200.0)
+    skipped = dict(outcome.not_tried)
+    why = skipped["tf32 + compile:max-autotune-no-cudagraphs + cuda_graphs"]
+    assert why == "budget: expected about 100 s, 60 s left"  # 10x the stack's 10 s
+
+
+def test_a_failed_baseline_ends_the_search():
+    outcome, bench = _search(SEED, "train", lambda spec: None)
+    assert len(outcome.trials) == 1 and not outcome.trials[0].measured
