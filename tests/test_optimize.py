@@ -125,6 +125,8 @@ def test_cli_optimize_runs_the_ladder_stores_it_and_recommends(tmp_path):
         (["--tolerance", "-1"], "above 0"),
         (["--device", "tpu"], "tpu"),
         (["--levers", "magic"], "valid: precision, int8, channels_last"),
+        (["--budget", "0"], "--budget"),
+        (["--budget", "soon"], "--budget"),
     ],
 )
 def test_optimize_bad_input(args, message, tmp_path):
@@ -142,3 +144,19 @@ def test_levers_that_cannot_apply_are_named_with_the_reason():
     assert skipped["cuda_graphs"] == "cpu cannot capture graphs"
     assert "inference lever" in skipped["int8"] and "inference lever" in skipped["pruning"]
     assert "precision" not in skipped and "compile" not in skipped
+
+
+def test_a_lever_that_breaks_the_model_does_not_apply_and_the_exit_code_stays_0(tmp_path):
+    """seed 000's forward calls x.view(), which a channels_last tensor cannot take."""
+    db = str(tmp_path / "o.db")
+    out = run_cli(
+        "optimize", "seed-cnn", "--device", "cpu", "--batch-size", "8", "--levers",
+        "channels_last", "--epochs", "2", "--db", db, "--budget", "120",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if line.startswith("│ channels_last"))
+    assert "does not apply" in row
+    assert "channels_last (alone): does not apply to this model: RuntimeError: view size" in (
+        " ".join(out.stdout.split())
+    )
+    assert "no lever paid alone" in out.stdout

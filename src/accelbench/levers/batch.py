@@ -30,6 +30,15 @@ class LargerBatch(Lever):
     default = 0  # the batch asked for
     offered = True
 
+    def parse(self, word: str) -> Value:
+        from .threads import positive_count
+
+        return positive_count(word)
+
+    def check(self, value: object) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"a batch is a whole number, not {value!r}")
+
     def value(self, spec: RunSpec) -> Value:
         return 0  # the field says the batch; this lever marks nothing in a configuration
 
