@@ -42,7 +42,8 @@ class OptimizerImpl(Lever):
 
     def apply_step(self, prep: Prepared, value: Value) -> None:
         optimizer = prep.optimizer
-        assert optimizer is not None  # unsupported() leaves inference out
+        if optimizer is None:  # the drift check's inference rebuild of a training variant
+            return
         _check(optimizer, str(value))
         fused = value == "fused"
         # In place: the step function holds this optimizer, and torch's optimizers read these

@@ -124,5 +124,5 @@ class Precision(Lever):
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
         if group == "int8":
             inference = base.mode == "infer"
-            return "" if inference else f"an inference lever; the ladder is for {base.mode}"
+            return "" if inference else f"an inference lever; the search is for {base.mode}"
         return "" if low_precisions(device) else f"{device.name} runs fp32 only"

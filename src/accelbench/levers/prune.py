@@ -116,4 +116,4 @@ class Pruning(Lever):
         return [Variant(f"pruned {p}", self.assign(base, p), self.name, late=True) for p in LADDER]
 
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
-        return "" if base.mode == "infer" else f"an inference lever; the ladder is for {base.mode}"
+        return "" if base.mode == "infer" else f"an inference lever; the search is for {base.mode}"

@@ -26,6 +26,7 @@ __all__ = [
     "Assessment",
     "assess",
     "levers_not_tried",
+    "no_gain_reason",
     "recommend",
     "settings_code",
 ]
@@ -154,9 +155,16 @@ def _note(rung: Rung, ratio: Speedup | None, launch_bound: bool) -> str:
         if not ratio.significant
         else f"slower ({ratio.text()})"
     )
-    reasons = (lever.no_gain_reason(rung.spec, launch_bound) for lever in active_levers(rung.spec))
-    reason = next((r for r in reasons if r), "")
+    reason = no_gain_reason(rung, ratio, launch_bound)
     return f"{text}: {reason}" if reason else text
+
+
+def no_gain_reason(rung: Rung, ratio: Speedup | None, launch_bound: bool) -> str:
+    """Why a variant that did not pay is known not to, or "" (also when it paid)."""
+    if ratio is None or (ratio.significant and ratio.low > 1.0):
+        return ""
+    reasons = (lever.no_gain_reason(rung.spec, launch_bound) for lever in active_levers(rung.spec))
+    return next((r for r in reasons if r), "")
 
 
 def settings_code(spec: RunSpec, device: Device) -> list[str]:

@@ -81,17 +81,21 @@ class SearchOutcome:
     def baseline(self) -> Trial | None:
         return self.trials[0] if self.trials else None
 
-    def path(self) -> list[str]:
-        """The search's path in words: each variant, why it was tried and what came of it."""
+    def path(self, reasons: Sequence[str] = ()) -> list[str]:
+        """The search's path in words: each variant, why it was tried and what came of it;
+        `reasons[i]`, where given, says why trial i is known not to pay."""
         lines, n = [], 0
         for step in self.steps:
             if isinstance(step, str):
                 lines.append(f"   {step}")
                 continue
-            n += 1
             why = "" if step.phase in (ALONE, "baseline") else f", because {step.why}"
             outcome = f": {step.outcome}" if step.outcome else ""
+            known = reasons[n] if n < len(reasons) and reasons[n] else ""
+            n += 1
             lines.append(f"{n:2}. {step.rung.name} ({step.phase}{why}){outcome}")
+            if known:
+                lines[-1] += f" ({known})"
         return lines
 
 

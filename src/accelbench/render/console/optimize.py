@@ -44,9 +44,8 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
     notes: list[str] = []
     for v, trial in zip(verdicts, outcome.trials, strict=True):
         table.add_row(v.rung.name, *_optimize_cells(v, trial))
-        notes += _rung_notes(v)
     notes.append(f"the search's path ({outcome.wall_s:.0f} s of a {ladder.budget:.0f} s budget):")
-    notes += outcome.path()
+    notes += outcome.path(_reasons(verdicts))
     not_tried = {**ladder.not_tried, **dict(outcome.not_tried)}
     notes += [f"not tried: {name}: {why}" for name, why in not_tried.items()]
     notes += _backend_notes(verdicts)
@@ -63,15 +62,13 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
     return render_table(table, notes, width)
 
 
-def _rung_notes(v: Assessment) -> list[str]:
-    """Why a variant was refused, and what it should be known for (why one failed is in the
-    search's path)."""
-    notes = []
-    if v.result.measurement is not None and v.refused:
-        notes.append(f"{v.rung.name}: refused: {v.refused}")
-    if v.note:
-        notes.append(f"{v.rung.name}: {v.note}")
-    return notes
+def _reasons(verdicts: Sequence[Assessment]) -> list[str]:
+    """Why each variant that did not pay is known not to ("" where it is not known)."""
+    from ...workflows.optimize import no_gain_reason
+
+    bound = verdicts[0].result.facts.bottleneck if verdicts else None
+    launch_bound = bound is not None and bound.kind == "launch-bound"
+    return [no_gain_reason(v.rung, v.speedup, launch_bound) for v in verdicts]
 
 
 def _backend_notes(verdicts: Sequence[Assessment]) -> list[str]:
