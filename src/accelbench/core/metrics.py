@@ -6,7 +6,9 @@ frozen value. Writers use the key constants; readers use `result.facts` (a `Metr
 
 Who writes which keys (units are on each value's fields below):
 - engine/runner: setup_s (s), probe, probe_error, drift, power, joules_per_sample,
-  samples_per_s_per_watt, power_warning, power_unavailable, memory_tensors_only
+  samples_per_s_per_watt, power_warning, power_unavailable, memory_tensors_only; overhead's
+  warmup_s, timed_s, probe_s, drift_s
+- engine/worker: overhead's start_s, import_s, wall_s (where one configuration's seconds went)
 - analysis/metrics: flops_per_sample (FLOP), achieved_flops (FLOP/s), peak_flops (FLOP/s),
   peak_source, mfu (a share), verdict (the bottleneck verdict)
 - levers/prune (through the prepared run's info): pruning
@@ -22,7 +24,7 @@ Who writes which keys (units are on each value's fields below):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "MFU",
     "ONNXRUNTIME",
     "OPTIMIZE",
+    "OVERHEAD",
     "PEAK_FLOPS",
     "PEAK_SOURCE",
     "POWER",
@@ -63,6 +66,7 @@ __all__ = [
     "Metrics",
     "OnnxRuntimeFacts",
     "OptimizeTag",
+    "Overhead",
     "Parallel",
     "Power",
     "Probe",
@@ -101,6 +105,7 @@ DEVICE_MEMORY = "device_memory"
 ONNXRUNTIME = "onnxruntime"
 OPTIMIZE = "optimize"
 VERIFY = "verify"
+OVERHEAD = "overhead"
 
 
 def _group(metrics: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
@@ -352,6 +357,51 @@ class OptimizeTag:
 
 
 @dataclass(frozen=True)
+class Overhead:
+    """Where one isolated configuration's wall time went (`overhead`), in seconds; None where
+    not recorded (a failed run, an in-process run without a worker, a step that did not run).
+
+    start_s runs from the parent's call to the worker's first line (with spawn it holds most
+    of the imports, done while unpickling the job); import_s is the worker's own imports and
+    loading the workload; setup_s is the runner's `setup_s` (building the model), read from
+    beside this group; wall_s is the parent's whole call, so the rest of wall_s is the result's
+    way back and the process's end.
+    """
+
+    start_s: float | None = None
+    import_s: float | None = None
+    setup_s: float | None = None
+    warmup_s: float | None = None  # the measurement's warm-up blocks
+    timed_s: float | None = None  # the timed samples
+    probe_s: float | None = None  # the bottleneck probe at a quarter of the batch
+    drift_s: float | None = None  # the drift check against fp32
+    wall_s: float | None = None
+
+    @property
+    def beyond_timed_s(self) -> float | None:
+        """What isolating and preparing the configuration cost on top of its timed seconds."""
+        return None if self.wall_s is None else self.wall_s - (self.timed_s or 0.0)
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> Overhead | None:
+        found = _group(metrics, OVERHEAD)
+        if found is None:
+            return None
+        named = {f.name: _number(found, f.name) for f in fields(cls) if f.name != SETUP_S}
+        return cls(**named, setup_s=_number(metrics, SETUP_S))
+
+    @classmethod
+    def add(cls, metrics: Mapping[str, Any], **seconds: float) -> dict[str, Any]:
+        """A copy of `metrics` with `seconds` added to its overhead group (each writer adds the
+        phases it sees). TypeError for a name that is not a field, so a typo cannot pass."""
+        names = {f.name for f in fields(cls)} - {SETUP_S}  # setup_s stays where it always was
+        unknown = sorted(set(seconds) - names)
+        if unknown:
+            raise TypeError(f"not overhead fields: {unknown}; the fields are {sorted(names)}")
+        return {**metrics, OVERHEAD: {**(_group(metrics, OVERHEAD) or {}), **seconds}}
+
+
+@dataclass(frozen=True)
 class Pruning:
     """What pruning removed (`pruning`)."""
 
@@ -496,6 +546,10 @@ class Metrics:
     @property
     def optimize(self) -> OptimizeTag | None:
         return OptimizeTag.from_metrics(self.raw)
+
+    @property
+    def overhead(self) -> Overhead | None:
+        return Overhead.from_metrics(self.raw)
 
     @property
     def verification(self) -> Verification | None:

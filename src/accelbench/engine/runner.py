@@ -10,7 +10,7 @@ from typing import Any
 
 from ..backends import Runnable, block_function, build, checks_drift, unsupported
 from ..core import metrics as keys
-from ..core.metrics import Probe
+from ..core.metrics import Overhead, Probe
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
 from ..devices import OUT_OF_MEMORY, Device, MemoryReading
@@ -69,26 +69,34 @@ def run_config(
     try:
         with device.context():
             timed = _time(spec, workload, device, stop, on_block, drift or checks_drift(spec))
+            started = time.perf_counter()
             probed = _probe(spec, workload, device) if probe else {}
+            probe_s = time.perf_counter() - started
     except OUT_OF_MEMORY as exc:
         return replace(base, status="oom", error=one_line(exc))
     except Exception as exc:  # a failure is data: the sweep goes on
         return replace(base, error=one_line(exc))
     # The measurement stands whatever happens below: derived figures only add to it.
     power = _power(timed.meter, timed.measurement, spec)
+    metrics = {
+        keys.SETUP_S: timed.setup_s,
+        **power,
+        **probed,
+        **timed.recorded,
+        keys.MEMORY_TENSORS_ONLY: timed.memory.tensors_only,
+    }
+    phases = {"warmup_s": sum(timed.measurement.warmup), "timed_s": sum(timed.measurement.samples)}
+    if probe:  # only the steps that ran have a time
+        phases["probe_s"] = probe_s
+    if timed.drift_s is not None:
+        phases["drift_s"] = timed.drift_s
     return replace(
         base,
         status="ok",
         measurement=timed.measurement,
         peak_memory=timed.memory.bytes,
         peak_memory_meaning=timed.memory.meaning,
-        metrics={
-            keys.SETUP_S: timed.setup_s,
-            **power,
-            **probed,
-            **timed.recorded,
-            keys.MEMORY_TENSORS_ONLY: timed.memory.tensors_only,
-        },
+        metrics=Overhead.add(metrics, **phases),
     )
 
 
@@ -101,6 +109,7 @@ class _Timed:
     setup_s: float  # building the model and its inputs, synchronized
     meter: PowerMeter
     recorded: dict[str, Any]  # what the steps or the backend recorded, and the drift
+    drift_s: float | None  # seconds the drift check took; None when it did not run
 
 
 def _time(
@@ -120,10 +129,13 @@ def _time(
     measurement = measure(block_function(prep), prep.timer, stop, on_block, meter)
     memory = prep.peak_memory()  # before the drift check builds anything more
     recorded = dict(prep.info)
+    drift_s = None
     if drift:
+        started = time.perf_counter()
         recorded[keys.DRIFT] = _drift(prep, workload, device)
+        drift_s = time.perf_counter() - started
     # prep goes with this frame, freeing the device for the probe
-    return _Timed(measurement, memory, setup, meter, recorded)
+    return _Timed(measurement, memory, setup, meter, recorded, drift_s)
 
 
 def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[str, Any]:
