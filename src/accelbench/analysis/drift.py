@@ -7,6 +7,8 @@ the plain model computes, whatever device and backend the variant ran on.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -18,8 +20,29 @@ __all__ = ["REFERENCE", "compare_outputs", "reference_outputs"]
 REFERENCE = "PyTorch fp32 eager on the CPU, same weights and inputs"
 
 
+# A folder where the reference outputs of one workload are kept between the workers of one
+# optimization search, which all compare with the same fp32 outputs (resnet50's at batch 256
+# cost seconds of CPU in every worker otherwise). Set by the search for its own duration.
+CACHE_DIR = "ACCELBENCH_REFERENCE_DIR"
+
+
 def reference_outputs(workload: Workload, batch_size: int, seed: int = 0) -> torch.Tensor:
-    """The fp32 model's outputs on the batch that `build` makes from `seed`."""
+    """The fp32 model's outputs on the batch that `build` makes from `seed` (from the search's
+    cache folder when one is set and holds them)."""
+    folder = os.environ.get(CACHE_DIR)
+    if not folder:
+        return _reference(workload, batch_size, seed)
+    path = Path(folder) / f"b{batch_size}-s{seed}.pt"
+    if path.exists():
+        return torch.load(path)
+    outputs = _reference(workload, batch_size, seed)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    torch.save(outputs, partial)
+    partial.replace(path)  # whole or absent, never half-written
+    return outputs
+
+
+def _reference(workload: Workload, batch_size: int, seed: int) -> torch.Tensor:
     torch.manual_seed(seed)  # as build() does: the same weights
     model = workload.build_model().eval()
     inputs, _ = workload.make_batch(torch.Generator().manual_seed(seed), batch_size)

@@ -42,7 +42,15 @@ STARTS = ("forkserver", "spawn")
 # What the fork server imports once. Nothing here may initialize CUDA or MPS or start threads
 # at import (a test checks): a fork copies only the forking thread, and a device context does
 # not survive a fork. numpy's OpenBLAS pool is the one exception; it stops itself around forks.
-PRELOAD = ("torch", "accelbench.engine.runner", "accelbench.analysis.drift", "accelbench.cli.main")
+# torch._dynamo too: importing it is most of torch.compile's setup (4 s a variant on a 2-core
+# CPU), and it starts no thread and touches no device at import.
+PRELOAD = (
+    "torch",
+    "torch._dynamo",
+    "accelbench.engine.runner",
+    "accelbench.analysis.drift",
+    "accelbench.cli.main",
+)
 _SERVER_LOCK = threading.Lock()
 
 

@@ -4,7 +4,11 @@ whole is assessed against fp32 eager."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from ..analysis.metrics import Analyzer
@@ -134,7 +138,7 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
         tag = OptimizeTag(rung.name, vars(plan.tolerance)).to_metrics()
         return store.save(replace(result, sweep=plan.id, metrics={**result.metrics, **tag}))
 
-    with progress_bar(disable=quiet) as bar:
+    with _reference_cache(), progress_bar(disable=quiet) as bar:
         task = bar.add_task(plan.ref.name, total=plan.budget)
 
         def on_start(name: str) -> None:
@@ -158,6 +162,23 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
     trials = outcome.trials
     verdicts = assess([t.rung for t in trials], [t.result for t in trials], plan.tolerance)
     return Searched(outcome, verdicts)
+
+
+@contextlib.contextmanager
+def _reference_cache() -> Iterator[None]:
+    """One folder of fp32 reference outputs for the search's workers, removed after it."""
+    from ..analysis.drift import CACHE_DIR
+
+    before = os.environ.get(CACHE_DIR)
+    with tempfile.TemporaryDirectory(prefix="accelbench-reference-") as folder:
+        os.environ[CACHE_DIR] = folder  # workers take the parent's environment as it is
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(CACHE_DIR, None)
+            else:
+                os.environ[CACHE_DIR] = before
 
 
 def _unsupported(spec: RunSpec, plan: Ladder) -> str | None:

@@ -139,7 +139,7 @@ class Search:
             singles = self._alone(base)
             stack = self._stack(base, singles)
             if stack is not None:
-                stack = self._refine(stack, singles)
+                stack = self._refine(stack, singles, base)
             self._offer(stack or base)
         self.out.wall_s = self.budget.used()
         return self.out
@@ -179,19 +179,22 @@ class Search:
             trial = self._try_spec(rung, STACK, reason, stack)
             if trial is not None and self._keep(trial, stack):
                 stack = trial
+        measured = {t.rung.group for t in singles}  # a lever not measured alone is in not_tried
         for lever in self._stackable():
-            if lever.name not in tried:
+            if lever.name not in tried and lever.name in measured:
                 self.out.steps.append(f"not stacked: {self._why_not_stacked(lever, singles)}")
         return stack
 
-    def _refine(self, stack: Trial, singles: list[Trial]) -> Trial:
+    def _refine(self, stack: Trial, singles: list[Trial], base: Trial) -> Trial:
         failed = {t.rung.name for t in singles if not self._usable(t)}
+        slower = {t.rung.name for t in singles if (g := self._gain(t, base)) and g.high < 1.0}
         in_stack = [lever for lever in self._stackable() if lever.active(stack.result.spec)]
         for lever in sorted(in_stack, key=lambda lever: lever.stage):
             alternatives = lever.alternatives(stack.result.spec, self.device, self.workload)
             for v in sorted(alternatives, key=lambda v: v.cost):
-                if v.name in failed:
-                    self.out.not_tried.append((v.name, "it failed or drifted alone"))
+                if v.name in failed | slower:
+                    why = "it failed or drifted alone" if v.name in failed else "slower alone"
+                    self.out.not_tried.append((f"{v.name} on the stack", why))
                     continue
                 name = stack_name(v.spec, self.base)
                 why = f"another {lever.title} on the finished stack"
@@ -250,8 +253,6 @@ class Search:
 
     def _why_not_stacked(self, lever: Lever, singles: list[Trial]) -> str:
         own = [t for t in singles if t.rung.group == lever.name]
-        if not own:
-            return f"{lever.title}: not measured alone"
         if not any(self._usable(t) for t in own):
             return f"{lever.title}: it failed or drifted alone"
         return f"{lever.title}: it did not pay alone, and nothing known makes it pay on this stack"
