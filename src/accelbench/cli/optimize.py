@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 def add_parser(commands: Commands) -> None:
-    from ..levers import ladder_groups
+    from ..levers import default_groups, ladder_groups
 
     optimize = commands.add_parser(
         "optimize",
@@ -52,13 +52,15 @@ def add_parser(commands: Commands) -> None:
         "--batch-size", type=count(1), metavar="N", help="default: the workload's"
     )
     _add_drift(optimize)
-    groups = ladder_groups()  # from the lever registry, which imports no torch
+    groups, usual = ladder_groups(), default_groups()  # the registry's: it imports no torch
+    opt_in = [g for g in groups if g not in usual]
     optimize.add_argument(
         "--levers",
         type=ListOf(OneOf(groups)),
-        default=groups,
+        default=usual,
         metavar="LIST",
-        help=f"which levers to try: {', '.join(groups)} (default: all that apply)",
+        help=f"which levers to try: {', '.join(groups)} (default: all that apply but "
+        f"{', '.join(opt_in)}, which are tried only when named)",
     )
     _add_timing(optimize)
     add_output_options(optimize, progress=True)
@@ -92,7 +94,7 @@ def _add_timing(optimize: argparse.ArgumentParser) -> None:
         "--max-time",
         type=seconds,
         metavar="S",
-        help="otherwise the adaptive rule, up to S timed seconds per variant (default: 3)",
+        help="otherwise the adaptive rule, up to S timed seconds per variant (default: 2)",
     )
     optimize.add_argument("--warmup", type=count(0), default=1, metavar="N")
     optimize.add_argument(

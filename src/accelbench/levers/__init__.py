@@ -20,6 +20,7 @@ from .base import Lever, Prepared, Switch, Variant, all_levers, find_lever, regi
 from .registry import (
     active_levers,
     check_levers,
+    default_groups,
     dimensions,
     eager,
     find_dimension,
@@ -38,6 +39,7 @@ __all__ = [
     "active_levers",
     "all_levers",
     "check_levers",
+    "default_groups",
     "dimensions",
     "eager",
     "find_dimension",

@@ -117,6 +117,9 @@ class Lever:
     searched = False
     late = False
     offered = False
+    # Groups the search tries only when `optimize --levers` names them: those that cost minutes
+    # (max-autotune's kernel search) or change what is optimized (a larger batch).
+    opt_in: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self.title = self.title or self.name

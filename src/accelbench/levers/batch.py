@@ -29,6 +29,7 @@ class LargerBatch(Lever):
     option = ""  # the batch is RunSpec.batch_size, which `run --batch-sizes` sets
     default = 0  # the batch asked for
     offered = True
+    opt_in = ("batch",)  # it changes what is optimized: only when asked for
 
     def parse(self, word: str) -> Value:
         from .threads import positive_count

@@ -28,6 +28,11 @@ class Compile(Lever):
     words = ("off", *MODES)
     stage = 50  # after DDP: PyTorch compiles the DDP module
     searched = True
+    opt_in = ("autotune",)  # max-autotune-no-cudagraphs: minutes of kernel search
+
+    @property
+    def ladder_groups(self) -> tuple[str, ...]:
+        return ("compile", "autotune")
 
     def from_word(self, word: str) -> Value:
         return "" if word == "off" else word
@@ -74,7 +79,7 @@ class Compile(Lever):
             Variant(
                 "compile:max-autotune-no-cudagraphs",
                 self.assign(spec, "max-autotune-no-cudagraphs"),
-                self.name,
+                "autotune",
                 cost=AUTOTUNE_COST,
             ),
         ]

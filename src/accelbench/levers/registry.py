@@ -114,5 +114,11 @@ def _dimension(lever: Lever) -> Dimension:
 
 
 def ladder_groups() -> tuple[str, ...]:
-    """What `optimize --levers` can name: each lever's groups of ladder variants."""
+    """What `optimize --levers` can name: each lever's groups of search variants."""
     return tuple(dict.fromkeys(g for lever in all_levers() for g in lever.ladder_groups))
+
+
+def default_groups() -> tuple[str, ...]:
+    """What `optimize` searches when `--levers` is not given: every group but the opt-in ones."""
+    opt_in = {g for lever in all_levers() for g in lever.opt_in}
+    return tuple(g for g in ladder_groups() if g not in opt_in)

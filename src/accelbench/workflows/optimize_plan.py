@@ -22,7 +22,7 @@ from ..engine.runner import make_spec
 from ..engine.track import progress_bar
 from ..engine.worker import run_isolated
 from ..errors import AccelbenchError, UsageError
-from ..levers import ladder_groups
+from ..levers import default_groups
 from ..store.db import Store
 from ..workloads import Workload, WorkloadRef, load_workload
 from .optimize import Assessment, Rung, Tolerance, assess, levers_not_tried
@@ -32,7 +32,7 @@ __all__ = ["Ladder", "OptimizeRequest", "Searched", "plan_ladder", "run_ladder"]
 
 # Timed seconds per variant under the adaptive rule: it stops sooner once the median's 95% CI
 # is within 2%, which a GPU's steady steps reach in a few seconds.
-DEFAULT_SECONDS = 3.0
+DEFAULT_SECONDS = 2.0
 DEFAULT_BUDGET = 300.0  # the whole search: a coffee break
 SAMPLES_FOR_CI = 6  # the fewest for a distribution-free 95% CI of the median
 
@@ -46,7 +46,7 @@ class OptimizeRequest:
     device: str = ""  # one device name; "": the best available
     mode: str = "infer"
     batch_size: int | None = None  # None: the workload's own
-    levers: tuple[str, ...] = field(default_factory=ladder_groups)  # all that apply
+    levers: tuple[str, ...] = field(default_factory=default_groups)  # all but the opt-in
     epochs: int | None = None  # time exactly this many its per rung; else the adaptive rule
     max_time: float | None = None  # the adaptive rule's timed seconds (None: DEFAULT_SECONDS)
     warmup: int = 1

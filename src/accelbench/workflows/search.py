@@ -192,6 +192,8 @@ class Search:
         for lever in sorted(in_stack, key=lambda lever: lever.stage):
             alternatives = lever.alternatives(stack.result.spec, self.device, self.workload)
             for v in sorted(alternatives, key=lambda v: v.cost):
+                if v.group not in self.groups:
+                    continue  # an opt-in group not asked for (max-autotune)
                 if v.name in failed | slower:
                     why = "it failed or drifted alone" if v.name in failed else "slower alone"
                     self.out.not_tried.append((f"{v.name} on the stack", why))
