@@ -127,6 +127,8 @@ def test_alternatives_are_chosen_by_measurement_on_the_finished_stack():
     assert spec.lever("compile", "") and spec.lever("channels_last", False)
     alternative = next(t for t in outcome.trials if t.rung.name == chosen.rung.name)
     assert alternative.phase == "alternative" and alternative.outcome.startswith("kept")
+    alternatives = [t.rung.spec.precision for t in outcome.trials if t.phase == "alternative"]
+    assert alternatives[:2] == ["bf16", "tf32"]  # the faster alone first (the budget may end)
 
 
 def test_a_larger_batch_is_offered_but_never_recommended():

@@ -188,10 +188,12 @@ class Search:
     def _refine(self, stack: Trial, singles: list[Trial], base: Trial) -> Trial:
         failed = {t.rung.name for t in singles if not self._usable(t)}
         slower = {t.rung.name for t in singles if (g := self._gain(t, base)) and g.high < 1.0}
+        alone = {t.rung.name: g.ratio for t in singles if (g := self._gain(t, base))}
         in_stack = [lever for lever in self._stackable() if lever.active(stack.result.spec)]
         for lever in sorted(in_stack, key=lambda lever: lever.stage):
             alternatives = lever.alternatives(stack.result.spec, self.device, self.workload)
-            for v in sorted(alternatives, key=lambda v: v.cost):
+            # the cheap first, then the fastest alone: the budget may not reach the last
+            for v in sorted(alternatives, key=lambda v: (v.cost, -alone.get(v.name, 0.0))):
                 if v.group not in self.groups:
                     continue  # an opt-in group not asked for (max-autotune)
                 if v.name in failed | slower:
