@@ -71,7 +71,7 @@ def run_config(
             timed = _time(spec, workload, device, stop, on_block, drift or checks_drift(spec))
             started = time.perf_counter()
             probed = _probe(spec, workload, device) if probe else {}
-            probe_s = time.perf_counter() - started
+            probe_s = time.perf_counter() - started if probe else None
     except OUT_OF_MEMORY as exc:
         return replace(base, status="oom", error=one_line(exc))
     except Exception as exc:  # a failure is data: the sweep goes on
@@ -85,19 +85,24 @@ def run_config(
         **timed.recorded,
         keys.MEMORY_TENSORS_ONLY: timed.memory.tensors_only,
     }
-    phases = {"warmup_s": sum(timed.measurement.warmup), "timed_s": sum(timed.measurement.samples)}
-    if probe:  # only the steps that ran have a time
-        phases["probe_s"] = probe_s
-    if timed.drift_s is not None:
-        phases["drift_s"] = timed.drift_s
     return replace(
         base,
         status="ok",
         measurement=timed.measurement,
         peak_memory=timed.memory.bytes,
         peak_memory_meaning=timed.memory.meaning,
-        metrics=Overhead.add(metrics, **phases),
+        metrics=Overhead.add(metrics, **_phases(timed, probe_s)),
     )
+
+
+def _phases(timed: _Timed, probe_s: float | None) -> dict[str, float]:
+    """Where the configuration's seconds went, beyond building it (only the steps that ran)."""
+    phases = {"warmup_s": sum(timed.measurement.warmup), "timed_s": sum(timed.measurement.samples)}
+    if probe_s is not None:
+        phases["probe_s"] = probe_s
+    if timed.drift_s is not None:
+        phases["drift_s"] = timed.drift_s
+    return phases
 
 
 @dataclass(frozen=True)
