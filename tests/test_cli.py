@@ -273,11 +273,14 @@ def test_cli_offers_the_library_vocabularies_themselves():
 def test_lever_choices_come_from_the_lever_registry():
     """compare --by, optimize --levers and run's lever options are the registry's."""
     from accelbench.cli.main import build_parser
-    from accelbench.levers import all_levers, dimensions, ladder_groups
+    from accelbench.levers import all_levers, default_groups, dimensions, ladder_groups
 
     offered = {(path, action.dest): action for path, action in _options(build_parser())}
     assert offered[("compare",), "by"].choices == tuple(dimensions())
-    assert offered[("optimize",), "levers"].default == ladder_groups()
+    levers = offered[("optimize",), "levers"]
+    assert levers.default == default_groups()  # all but the opt-in groups
+    assert set(ladder_groups()) - set(default_groups()) == {"autotune", "batch"}
+    assert "autotune, batch, which are tried only when named" in levers.help
     for lever in (lever for lever in all_levers() if lever.option):  # the batch has a field
         action = offered[("run",), f"lever_{lever.name}"]
         assert action.option_strings == [lever.option] and action.default == (lever.default,)
