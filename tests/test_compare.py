@@ -155,3 +155,17 @@ def test_cli_compare_with_no_matches_prints_an_empty_table_with_a_note(tmp_path)
         store.save(_result(1.0))
     out = run_cli("compare", "--workload", "vgg16", "--db", str(db))
     assert out.returncode == 0 and "no results match" in out.stdout
+
+
+def test_a_speedup_without_an_interval_says_why_and_stays_valid_json():
+    """A single timed sample cannot be resampled: no [0.00–inf], and no Infinity in JSON."""
+    import json
+
+    one = Result(
+        spec=RunSpec("seed-cnn", "cpu", 64, 20), status="ok", measurement=Measurement((0.5,))
+    )
+    s = speedup(one, _result(1.0))
+    assert s.text() == "2.00x (no interval: 1 timed sample: too few to resample)"
+    assert not s.significant
+    record = json.loads(json.dumps(s.to_dict(), allow_nan=False))
+    assert record["ci95_low"] is None and record["ci95_high"] is None

@@ -79,7 +79,7 @@ def _seed_cnn_on_an_h200(spec):
         rate = 34.0
     elif spec.precision in ("fp16", "bf16"):
         rate = 21.0  # launch-bound: a lower precision only adds casts
-    return rate * spec.batch_size / 64 ** 0.5 / 8  # a larger batch pays a little
+    return rate * spec.batch_size / 64**0.5 / 8  # a larger batch pays a little
 
 
 def test_a_lever_that_does_not_pay_alone_is_stacked_where_it_is_known_to_pay():

@@ -40,21 +40,26 @@ class Speedup:
     ratio: float  # candidate's median samples/s over the baseline's
     low: float
     high: float
+    no_interval: str = ""  # why there is none ("1 sample: too few..."); then low 0, high inf
 
     @property
     def significant(self) -> bool:
         return not self.low <= 1.0 <= self.high
 
     def text(self) -> str:
+        if self.no_interval:
+            return f"{self.ratio:.2f}x (no interval: {self.no_interval})"
         mark = "" if self.significant else " (n.s.)"
         return f"{self.ratio:.2f}x [{self.low:.2f}–{self.high:.2f}]{mark}"
 
     def to_dict(self) -> dict[str, Any]:
+        bounded = not self.no_interval  # JSON has no infinity
         return {
             "ratio": self.ratio,
-            "ci95_low": self.low,
-            "ci95_high": self.high,
+            "ci95_low": self.low if bounded else None,
+            "ci95_high": self.high if bounded else None,
             "significant": self.significant,
+            **({"no_interval": self.no_interval} if self.no_interval else {}),
         }
 
 
@@ -75,7 +80,9 @@ def speedup(candidate: Result, baseline: Result, seed: int = 0) -> Speedup:
     a, b = _rates(candidate), _rates(baseline)
     ratio = float(np.median(a) / np.median(b))
     if len(a) < 2 or len(b) < 2:  # nothing to resample: the interval is unknown, say so
-        return Speedup(ratio, 0.0, float("inf"))
+        fewest = min(len(a), len(b))
+        why = f"{fewest} timed sample{'s' if fewest != 1 else ''}: too few to resample"
+        return Speedup(ratio, 0.0, float("inf"), why)
     result = bootstrap(
         (a, b),
         lambda x, y, axis: np.median(x, axis=axis) / np.median(y, axis=axis),
