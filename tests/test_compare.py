@@ -149,6 +149,37 @@ def test_cli_regression_gate_exit_codes(tmp_path):
     assert bad.returncode == 2 and "is not a percentage" in bad.stderr
 
 
+def test_a_gate_that_compared_nothing_has_not_passed(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        store.save(_result(1.0, sweep="before"))
+        store.save(_result(1.0, precision="bf16", sweep="other"))
+    out = run_cli("compare", "--baseline", "before", "--candidate", "other", "--db", str(db))
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().endswith("the regression check compared nothing")
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("word", "message"),
+    [
+        ("5", "a bare 5 is 500%; write 5% for 5 percent, or 0.05"),
+        ("1.5", "a bare 1.5 is 150%; write 1.5% for 1.5 percent, or 0.015"),
+        ("150%", "must be between 0% and 100%, got 150%"),
+    ],
+)
+def test_a_bare_threshold_above_1_says_which_was_meant(word, message, tmp_path):
+    out = run_cli("compare", "--threshold", word, "--db", str(tmp_path / "r.db"))
+    assert out.returncode == 2 and message in out.stderr
+
+
+@pytest.mark.parametrize("word", ["5%", "0.05"])
+def test_a_threshold_reads_as_a_percentage_or_a_fraction(word):
+    from accelbench.cli.options import fraction
+
+    assert fraction(word) == pytest.approx(0.05)
+
+
 def test_cli_compare_with_no_matches_prints_an_empty_table_with_a_note(tmp_path):
     db = tmp_path / "r.db"
     with Store(db) as store:
@@ -164,7 +195,7 @@ def test_a_speedup_without_an_interval_says_why_and_stays_valid_json():
     one = Result(
         spec=RunSpec("seed-cnn", "cpu", 64, 20), status="ok", measurement=Measurement((0.5,))
     )
-    s = speedup(one, _result(1.0))
+    s = speedup(one, _result(1.0, noise=0.0))
     assert s.text() == "2.00x (no interval: 1 timed sample: too few to resample)"
     assert not s.significant
     record = json.loads(json.dumps(s.to_dict(), allow_nan=False))

@@ -87,6 +87,11 @@ def _regressions(args: argparse.Namespace, store: Store) -> int:
 
     base, cand = (_run(store, ref) for ref in (args.baseline, args.candidate))
     changes = compare_runs(base, cand, args.threshold)
+    if not changes:  # a gate that compared nothing has not passed
+        raise UsageError(
+            f"no configuration of the baseline run {args.baseline} is in the candidate run "
+            f"{args.candidate}: the regression check compared nothing"
+        )
     if args.json:
         emit_json(
             [

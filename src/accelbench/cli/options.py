@@ -89,7 +89,7 @@ def fraction(text: str) -> float:
     """A share strictly between none and all, e.g. a threshold of 5%."""
     value = _percentage(text)
     if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0% and 100%, got {text}")
+        raise argparse.ArgumentTypeError(_out_of_range(text, value, "between 0% and 100%"))
     return value
 
 
@@ -97,8 +97,18 @@ def share(text: str) -> float:
     """Like fraction, but 0 and 1 (all must agree) are allowed."""
     value = _percentage(text)
     if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be from 0% to 100%, got {text}")
+        raise argparse.ArgumentTypeError(_out_of_range(text, value, "from 0% to 100%"))
     return value
+
+
+def _out_of_range(text: str, value: float, allowed: str) -> str:
+    """Say which was meant when a bare number above 1 reads as a percentage ('5' for 5%)."""
+    if not text.endswith("%") and 1 < value <= 100:
+        return (
+            f"must be {allowed}: a bare {text} is {value:.0%}; write {text}% for {text} percent, "
+            f"or {value / 100:g}"
+        )
+    return f"must be {allowed}, got {text}"
 
 
 def points(text: str) -> float:
