@@ -67,6 +67,19 @@ def test_markdown_table_escapes_pipes_and_marks_failures():
     assert "a\\|b" in markdown_report([weird])
 
 
+def test_markdown_prints_numbers_as_the_console_does():
+    """13,645 it/s, not 1.364e+04 (issue 15, item 9)."""
+    fast = Result(
+        spec=RunSpec("seed-cnn", "cuda:0", 64, 1),
+        status="ok",
+        measurement=Measurement(tuple(1 / 13645 * (1 + 0.001 * i) for i in range(8))),
+        environment={"host": "h"},
+    )
+    text = markdown_report([fast])
+    assert "e+0" not in text
+    assert "| 13,597 | 13,550–13,645 |" in text  # the median it/s and its CI, as the console
+
+
 def test_throughput_chart_is_a_png():
     png = throughput_chart(_results())
     assert png is not None and png.startswith(b"\x89PNG")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from ..analysis.compare import Row
 from ..core.result import Result
 from ..levers import label
+from .text import interval, number
 
 __all__ = ["HEADERS", "RESULT_COLUMNS", "failures", "row_cells"]
 
@@ -19,15 +20,14 @@ def row_cells(row: Row) -> list[str]:
     """A comparison's row as text: the figures, and its speedup against the CPU baseline."""
     r, m = row.result, row.result.measurement
     assert m is not None
-    ci = f"{m.rate.ci_low:.4g}–{m.rate.ci_high:.4g}" if m.rate.ci_low is not None else "n/a"
     versus = row.speedup.text() if row.speedup else ("baseline" if row.baseline is r else "—")
     return [
         r.spec.workload,
         row.value,
         r.environment.get("device_model", ""),
         label(r.spec),
-        f"{m.rate.median:.4g}",
-        ci,
+        number(m.rate.median),  # as the console prints it: 13,645, not 1.364e+04
+        interval(m.rate),
         f"{r.samples_per_second or 0:,.0f}",
         versus,
     ]
