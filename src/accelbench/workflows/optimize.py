@@ -26,6 +26,7 @@ __all__ = [
     "Assessment",
     "assess",
     "levers_not_tried",
+    "is_launch_bound",
     "no_gain_reason",
     "recommend",
     "settings_code",
@@ -114,7 +115,7 @@ def assess(
 ) -> list[Assessment]:
     """Each rung against the first (fp32 eager)."""
     base = results[0]
-    launch_bound = _launch_bound(base)
+    launch_bound = is_launch_bound(base)
     out = []
     for rung, result in zip(rungs, results, strict=True):
         if result.measurement is None:
@@ -141,14 +142,19 @@ def recommend(verdicts: Sequence[Assessment]) -> Assessment:
     return max(paying, key=lambda v: v.speedup.ratio if v.speedup else 0.0)
 
 
-def _launch_bound(base: Result) -> bool:
+def is_launch_bound(base: Result) -> bool:
+    """Whether fp32 eager's verdict says its step is launch-bound."""
     verdict = base.facts.bottleneck
     return verdict is not None and verdict.kind == "launch-bound"
 
 
+def _paid(ratio: Speedup | None) -> bool:
+    return ratio is not None and ratio.significant and ratio.low > 1.0
+
+
 def _note(rung: Rung, ratio: Speedup | None, launch_bound: bool) -> str:
     """Say plainly when a lever does not pay, and why when the reason is known."""
-    if ratio is None or (ratio.significant and ratio.low > 1.0):
+    if ratio is None or _paid(ratio):
         return ""
     text = (
         f"does not pay here ({ratio.text()})"
@@ -161,7 +167,7 @@ def _note(rung: Rung, ratio: Speedup | None, launch_bound: bool) -> str:
 
 def no_gain_reason(rung: Rung, ratio: Speedup | None, launch_bound: bool) -> str:
     """Why a variant that did not pay is known not to, or "" (also when it paid)."""
-    if ratio is None or (ratio.significant and ratio.low > 1.0):
+    if ratio is None or _paid(ratio):
         return ""
     reasons = (lever.no_gain_reason(rung.spec, launch_bound) for lever in active_levers(rung.spec))
     return next((r for r in reasons if r), "")

@@ -162,7 +162,7 @@ class Search:
 
     def _stack(self, base: Trial, singles: list[Trial]) -> Trial | None:
         paid = sorted(
-            (t for t in singles if not self._late(t) and self._beats(t, base)),
+            (t for t in singles if not t.rung.late and self._beats(t, base)),
             key=lambda t: -self._gain(t, base).ratio,  # type: ignore[union-attr]
         )
         if not paid:
@@ -295,10 +295,6 @@ class Search:
 
     def _stackable(self) -> list[Lever]:
         return [lever for lever in self._levers() if lever.searched and not lever.late]
-
-    @staticmethod
-    def _late(trial: Trial) -> bool:
-        return trial.rung.late
 
     # --- measuring --------------------------------------------------------------------------
     def _try_variant(self, v: Variant, phase: str, why: str, ref: Trial) -> Trial | None:

@@ -64,10 +64,9 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
 
 def _reasons(verdicts: Sequence[Assessment]) -> list[str]:
     """Why each variant that did not pay is known not to ("" where it is not known)."""
-    from ...workflows.optimize import no_gain_reason
+    from ...workflows.optimize import is_launch_bound, no_gain_reason
 
-    bound = verdicts[0].result.facts.bottleneck if verdicts else None
-    launch_bound = bound is not None and bound.kind == "launch-bound"
+    launch_bound = bool(verdicts) and is_launch_bound(verdicts[0].result)
     return [no_gain_reason(v.rung, v.speedup, launch_bound) for v in verdicts]
 
 
