@@ -8,6 +8,8 @@ Who writes which keys (units are on each value's fields below):
 - engine/runner: setup_s (s), probe, probe_error, drift, power, joules_per_sample,
   samples_per_s_per_watt, power_warning, power_unavailable, memory_tensors_only; overhead's
   warmup_s, timed_s, probe_s, drift_s
+- engine/profile (with --profile or `explain`): explain (an Explanation, core/explanation),
+  explain_error (why there is none); overhead's profile_s
 - engine/worker: overhead's start_s, import_s, wall_s (where one configuration's seconds went)
 - analysis/metrics: flops_per_sample (FLOP), achieved_flops (FLOP/s), peak_flops (FLOP/s),
   peak_source, mfu (a share), verdict (the bottleneck verdict)
@@ -27,10 +29,14 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from .explanation import Explanation
+
 __all__ = [
     "ACHIEVED_FLOPS",
     "DEVICE_MEMORY",
     "DRIFT",
+    "EXPLAIN",
+    "EXPLAIN_ERROR",
     "FLOPS_PER_SAMPLE",
     "JOULES_PER_SAMPLE",
     "MAX_BATCH",
@@ -106,6 +112,8 @@ ONNXRUNTIME = "onnxruntime"
 OPTIMIZE = "optimize"
 VERIFY = "verify"
 OVERHEAD = "overhead"
+EXPLAIN = "explain"
+EXPLAIN_ERROR = "explain_error"
 
 
 def _group(metrics: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
@@ -375,6 +383,7 @@ class Overhead:
     timed_s: float | None = None  # the timed samples
     probe_s: float | None = None  # the bottleneck probe at a quarter of the batch
     drift_s: float | None = None  # the drift check against fp32
+    profile_s: float | None = None  # the profiled steps after the samples (--profile, explain)
     wall_s: float | None = None
 
     @property
@@ -538,6 +547,15 @@ class Metrics:
     @property
     def max_batch(self) -> MaxBatchSearch | None:
         return MaxBatchSearch.from_metrics(self.raw)
+
+    @property
+    def explanation(self) -> Explanation | None:
+        found = _group(self.raw, EXPLAIN)
+        return None if found is None else Explanation.from_record(found)
+
+    @property
+    def explain_error(self) -> str:
+        return str(self.raw.get(EXPLAIN_ERROR, ""))
 
     @property
     def onnxruntime(self) -> OnnxRuntimeFacts | None:
