@@ -127,8 +127,19 @@ def test_metrics_read_the_same_after_the_database(tmp_path):
 
 
 def test_writers_records_read_back_as_the_values_that_wrote_them():
-    probe = keys.Probe(batch_size=4, step_time_s=0.02, blocks=5)
-    assert probe.to_metrics() == {keys.PROBE: {"batch_size": 4, "step_time_s": 0.02, "blocks": 5}}
+    probe = keys.Probe(batch_size=4, step_time_s=0.02, blocks=5, ci_low=0.019, ci_high=0.021)
+    assert probe.to_metrics() == {
+        keys.PROBE: {
+            "batch_size": 4,
+            "step_time_s": 0.02,
+            "blocks": 5,
+            "ci_low": 0.019,
+            "ci_high": 0.021,
+        }
+    }
+    assert keys.Probe.from_metrics(probe.to_metrics()) == probe
+    old = {keys.PROBE: {"batch_size": 4, "step_time_s": 0.02, "blocks": 5}}  # before the CI
+    assert keys.Probe.from_metrics(old) == keys.Probe(4, 0.02, 5)
     assert Metrics(probe.to_metrics()).probe == probe
     tag = keys.OptimizeTag("bf16", {"max_rel_error": 0.05, "min_top1": 0.95})
     assert Metrics(tag.to_metrics()).optimize == tag

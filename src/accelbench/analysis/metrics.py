@@ -16,6 +16,7 @@ import torch
 from ..core import metrics as keys
 from ..core.peaks import PeakFigures
 from ..core.result import Result
+from ..core.stats import Measurement
 from ..devices import HOST_DEVICE, Device
 from ..devices.peaks import known_peaks
 from ..workloads import Workload
@@ -69,11 +70,11 @@ class Analyzer:
         per_sample = self._flops[key]
         if pruning is not None and pruning.flops_per_sample is not None:
             per_sample = pruning.flops_per_sample
-        figures = self._figures(result, per_sample, self.peaks(device))
+        figures = self._figures(result, per_sample, self.peaks(device), device.can_capture_graphs)
         return replace(result, metrics={**result.metrics, **figures})
 
     def _figures(
-        self, result: Result, per_sample: float | None, peaks: PeakFigures | None
+        self, result: Result, per_sample: float | None, peaks: PeakFigures | None, graphs: bool
     ) -> dict[str, Any]:
         spec, m = result.spec, result.measurement
         assert m is not None
@@ -103,6 +104,29 @@ class Analyzer:
             # mostly reads. The peak working set once (inference) or twice (training) estimates
             # the step's traffic; caches in the peak make it rough, so the verdict says so.
             bytes_per_step=(2.0 if spec.mode == "train" else 1.0) * memory if memory else None,
+            step_ci=_per_step_ci(m, spec.steps_per_block),
+            probe_ci=probe.ci if probe else None,
+            graphs=graphs,
+            **_profile_evidence(result),
         )
         out[keys.VERDICT] = judge(timing).to_dict()
         return out
+
+
+def _per_step_ci(m: Measurement, steps_per_block: int) -> tuple[float, float] | None:
+    time = m.time
+    if time.ci_low is None or time.ci_high is None:
+        return None
+    return time.ci_low / steps_per_block, time.ci_high / steps_per_block
+
+
+def _profile_evidence(result: Result) -> dict[str, Any]:
+    """What the verdict takes from the step's profile, where it was profiled on a device."""
+    found = result.facts.explanation
+    if found is None or found.busy_share is None:
+        return {}
+    return {
+        "busy_share": found.busy_share,
+        "kernels_per_step": found.kernels_per_step,
+        "mean_kernel_s": found.mean_kernel_s,
+    }

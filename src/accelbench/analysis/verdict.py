@@ -2,9 +2,12 @@
 
 Two questions, in order. Does the step time grow with the batch? If four times the batch
 costs hardly more time, the device spends its time waiting for the host to launch kernels
-(seed 000's small CNN on a big GPU): launch-bound. Otherwise the work itself is the cost, and the
-roofline tells compute from memory: the step's arithmetic intensity (FLOPs per byte moved)
-against the device's ridge point (peak FLOP/s over bandwidth).
+(seed 000's small CNN on a big GPU): launch-bound. Where the step was profiled (explain,
+--profile), the device's busy share answers that question directly and the probe is the second
+witness; where they disagree the verdict says so. A probe whose ratio is impossible, or whose
+intervals put it on both sides of the line, gives "undetermined". Otherwise the work itself is
+the cost, and the roofline tells compute from memory: the step's arithmetic intensity (FLOPs
+per byte moved) against the device's ridge point (peak FLOP/s over bandwidth).
 """
 
 from __future__ import annotations
@@ -20,6 +23,12 @@ __all__ = ["Timing", "Verdict", "judge", "LAUNCH_GROWTH_FRACTION", "COMPUTE_MFU"
 LAUNCH_GROWTH_FRACTION = 0.1
 # Without a byte count, an MFU at least this high is taken as compute-bound.
 COMPUTE_MFU = 0.30
+# The profile calls a step launch-bound when the device ran kernels less than this share of it.
+IDLE_LAUNCH_BOUND = 0.5
+# A probe ratio outside these cannot come from the work: 4x the batch in under 0.8x the time,
+# or over 2x proportional (seen under load: 0.43x and 42.41x for 4x the batch).
+IMPOSSIBLE_SPEEDUP = 0.8
+IMPOSSIBLE_GROWTH = 2.0
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,12 @@ class Timing:
     peak_flops: float | None = None  # for the precision in use
     bandwidth: float | None = None  # bytes/s
     bytes_per_step: float | None = None  # an estimate, see analysis
+    step_ci: tuple[float, float] | None = None  # the step's 95% CI, seconds
+    probe_ci: tuple[float, float] | None = None  # the probe's
+    busy_share: float | None = None  # the profile's: share of the step with a kernel running
+    kernels_per_step: float | None = None
+    mean_kernel_s: float | None = None
+    graphs: bool = True  # whether the device can capture CUDA graphs (for the advice)
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,23 @@ class Verdict:
 
 
 def judge(t: Timing) -> Verdict:
+    """The verdict: the profile's busy share first where there is one, with the batch probe
+    as the second witness; the roofline for what is not launch-bound."""
+    probe = _probe_witness(t)
+    if t.busy_share is not None:
+        launch = _from_profile(t, probe)
+    elif probe.kind == "launch-bound":
+        launch = Verdict(probe.kind, f"{probe.explanation}: {_launch_advice(t)}")
+    else:
+        launch = probe
+    if launch.kind in ("launch-bound", "undetermined"):
+        return launch
+    return _roofline(t, launch.explanation)
+
+
+def _probe_witness(t: Timing) -> Verdict:
+    """What the batch probe says: launch-bound, "not" (its growth in the explanation), or
+    undetermined (no probe, or a probe too noisy or impossible to believe)."""
     if not (t.probe_batch and t.probe_step_s and t.probe_batch < t.batch):
         # Without the smaller batch, launch-bound cannot be ruled out (batch 1 is the likeliest
         # case of all), so no other verdict may be given either.
@@ -54,12 +86,86 @@ def judge(t: Timing) -> Verdict:
             "no verdict: the step was not timed at a smaller batch "
             "(batch 1, --no-verdict, --max-batch, data-parallel, or the probe failed)",
         )
-    launch = _launch_bound(t)
-    if launch is not None:
-        return launch
-    scaled = (
-        f"{t.batch / t.probe_batch:.0f}x the batch took {t.step_s / t.probe_step_s:.2f}x the time"
+    work, growth = t.batch / t.probe_batch, t.step_s / t.probe_step_s
+    scaled = f"{work:.0f}x the batch took {growth:.2f}x the time ({_steps(t)})"
+    noisy = _noisy(t, work, growth)
+    if noisy:
+        return Verdict(
+            "undetermined", f"undetermined: the machine was too noisy to tell: {scaled}; {noisy}"
+        )
+    if growth < _threshold(work):
+        return Verdict("launch-bound", f"launch-bound: {scaled}")
+    return Verdict("not", scaled)
+
+
+def _steps(t: Timing) -> str:
+    assert t.probe_step_s is not None
+    return (
+        f"{t.probe_step_s * 1e3:.3g} ms a step at batch {t.probe_batch}, "
+        f"{t.step_s * 1e3:.3g} ms at {t.batch}"
     )
+
+
+def _threshold(work: float) -> float:
+    return 1 + LAUNCH_GROWTH_FRACTION * (work - 1)
+
+
+def _noisy(t: Timing, work: float, growth: float) -> str:
+    """Why the probe's ratio cannot be believed, or "": outside what a step can do (a larger
+    batch much faster, or far slower than proportional), or intervals wide enough to put it on
+    either side of the launch-bound line."""
+    if growth < IMPOSSIBLE_SPEEDUP:
+        return "a larger batch cannot take much less time than a smaller one"
+    if growth > IMPOSSIBLE_GROWTH * work:
+        return f"{growth:.1f}x the time for {work:.0f}x the work is beyond what the work explains"
+    if t.step_ci is None or t.probe_ci is None or min(t.probe_ci) <= 0:
+        return ""
+    low, high = t.step_ci[0] / t.probe_ci[1], t.step_ci[1] / t.probe_ci[0]
+    if low < _threshold(work) <= high:
+        return (
+            f"the two intervals allow {low:.2f}x to {high:.2f}x, on both sides of the "
+            f"launch-bound line at {_threshold(work):.2f}x"
+        )
+    return ""
+
+
+def _from_profile(t: Timing, probe: Verdict) -> Verdict:
+    """The profile's witness (the device's busy share), with the probe's beside it."""
+    assert t.busy_share is not None
+    kernels = ""
+    if t.kernels_per_step and t.mean_kernel_s is not None:
+        kernels = f"; {t.kernels_per_step:.0f} kernels of {_us(t.mean_kernel_s)} on average"
+    busy = f"the device was busy {t.busy_share:.0%} of the step{kernels}"
+    launch = t.busy_share < IDLE_LAUNCH_BOUND
+    agrees = (probe.kind == "launch-bound") == launch
+    second = probe.explanation
+    if probe.kind == "undetermined":
+        second = f"the batch probe could not tell ({probe.explanation})"
+    elif not agrees:
+        second = f"the batch probe disagrees ({probe.explanation}); the profile is the closer look"
+    if launch:
+        return Verdict("launch-bound", f"launch-bound: {busy}; {second}; {_launch_advice(t)}")
+    return Verdict("not", f"{busy}; {second}")
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.3g} µs"
+
+
+def _launch_advice(t: Timing) -> str:
+    helps = (
+        "larger batches, torch.compile or CUDA graphs help"
+        if t.graphs
+        else ("larger batches or torch.compile help")
+    )
+    return (
+        "the time goes to per-operation overhead (Python, dispatch, kernel launches) while the "
+        f"device waits; {helps}"
+    )
+
+
+def _roofline(t: Timing, scaled: str) -> Verdict:
+    """Compute- or memory-bound, for a step that is not launch-bound."""
     if t.flops_per_step is None or t.peak_flops is None:
         return Verdict(
             "undetermined",
@@ -84,29 +190,10 @@ def judge(t: Timing) -> Verdict:
     if mfu >= COMPUTE_MFU:
         return Verdict(
             "compute-bound",
-            f"compute-bound: {scaled} and reaches MFU {mfu:.0%}; "
-            "faster math helps (tf32/bf16 tensor cores)",
+            f"compute-bound: {scaled}; MFU {mfu:.0%}; faster math helps (tf32/bf16 tensor cores)",
         )
     return Verdict(
         "memory-bound",
-        f"likely memory-bound or held back by non-matrix work: "
-        f"{scaled} but reaches only MFU {mfu:.0%}; bf16, channels_last or "
-        "torch.compile may help",
-    )
-
-
-def _launch_bound(t: Timing) -> Verdict | None:
-    if t.probe_batch is None or t.probe_step_s is None or t.probe_batch >= t.batch:
-        return None
-    work = t.batch / t.probe_batch
-    growth = t.step_s / t.probe_step_s
-    if growth >= 1 + LAUNCH_GROWTH_FRACTION * (work - 1):
-        return None
-    return Verdict(
-        "launch-bound",
-        f"launch-bound: {work:.0f}x the batch took {growth:.2f}x the time "
-        f"({t.probe_step_s * 1e3:.3g} ms a step at batch {t.probe_batch}, "
-        f"{t.step_s * 1e3:.3g} ms at {t.batch}): the time goes to per-operation overhead (Python, "
-        "dispatch, kernel launches) while the device waits; "
-        "larger batches, torch.compile or CUDA graphs help",
+        f"likely memory-bound or held back by non-matrix work: {scaled}; MFU only {mfu:.0%}; "
+        "bf16, channels_last or torch.compile may help",
     )

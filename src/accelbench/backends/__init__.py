@@ -21,6 +21,7 @@ __all__ = [
     "checks_drift",
     "code",
     "expand_backends",
+    "not_profiled",
     "unsupported",
 ]
 
@@ -55,6 +56,11 @@ def code(spec: RunSpec, device: Device) -> list[str]:
 def checks_drift(spec: RunSpec) -> bool:
     """Whether every result of this backend carries its drift from the fp32 PyTorch model."""
     return _owner(spec).checks_drift
+
+
+def not_profiled(spec: RunSpec) -> str:
+    """Why PyTorch's profiler cannot explain this configuration's step, or ""."""
+    return _owner(spec).not_profiled
 
 
 def expand_backends(names: Sequence[str], device: Device) -> list[str]:

@@ -48,6 +48,8 @@ class Backend:
 
     name = ""  # what --backends takes for all of this backend's variants
     checks_drift = False  # measure every result's outputs against the fp32 PyTorch model
+    # Why PyTorch's profiler cannot explain this backend's steps ("" where it can).
+    not_profiled = ""
 
     def expand(self, device: Device) -> list[str]:
         """The concrete backends `name` stands for on this device (one per provider...)."""

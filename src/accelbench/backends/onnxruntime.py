@@ -259,6 +259,10 @@ class OnnxRuntime(Backend):
 
     name = BACKEND
     checks_drift = True  # an export is worth checking: every result carries its drift
+    not_profiled = (
+        "ONNX Runtime's sessions run outside PyTorch's profiler (ONNX Runtime has its own: "
+        "SessionOptions.enable_profiling)"
+    )
 
     def expand(self, device: Device) -> list[str]:
         return [backend_name(p) for p in device.onnxruntime_providers]

@@ -18,6 +18,7 @@ __all__ = [
     "Explanation",
     "KernelTime",
     "OperatorTime",
+    "ProfileRequest",
     "SyncPoint",
     "ordered",
 ]
@@ -38,6 +39,14 @@ CATEGORIES = (
     "other",
     IDLE,
 )
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    """Profile a configuration after its samples; write the Chrome trace to `trace` if set."""
+
+    trace: str = ""
+    steps: int | None = None  # None: enough steps for about 0.3 s (engine/profile)
 
 
 @dataclass(frozen=True)
@@ -167,4 +176,3 @@ def _sync(found: Mapping[str, Any]) -> SyncPoint:
 def ordered(categories: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
     """Categories in CATEGORIES' order, the empty ones left out."""
     return tuple((name, categories[name]) for name in CATEGORIES if categories.get(name, 0) > 0)
-

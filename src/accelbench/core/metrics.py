@@ -134,6 +134,8 @@ class Probe:
     batch_size: int
     step_time_s: float  # seconds per step, median
     blocks: int | None = None  # timed blocks behind the median; None where not recorded
+    ci_low: float | None = None  # the median step's 95% CI, seconds; None where not recorded
+    ci_high: float | None = None
 
     @classmethod
     def from_metrics(cls, metrics: Mapping[str, Any]) -> Probe | None:
@@ -145,7 +147,13 @@ class Probe:
             int(found["batch_size"]),
             float(found["step_time_s"]),
             None if blocks is None else int(blocks),
+            _number(found, "ci_low"),
+            _number(found, "ci_high"),
         )
+
+    @property
+    def ci(self) -> tuple[float, float] | None:
+        return None if self.ci_low is None or self.ci_high is None else (self.ci_low, self.ci_high)
 
     def to_metrics(self) -> dict[str, Any]:
         """What `from_metrics` reads: the runner's record of the probe."""

@@ -196,6 +196,20 @@ class Device:
         return self.backend.capture_graph(self.index, step)
 
     @property
+    def profiler_activity(self) -> str:
+        """The torch.profiler activity of this device's kernels ("CUDA"...), "" for none."""
+        return self.backend.profiler_activity
+
+    @property
+    def host_only_reason(self) -> str:
+        """Why only the host is profiled here (with no profiler activity)."""
+        return self.backend.host_only_reason
+
+    def cpu_fallback(self) -> str:
+        """Why operators may silently run on the CPU instead of this device, or ""."""
+        return self.backend.cpu_fallback()
+
+    @property
     def onnxruntime_providers(self) -> tuple[str, ...]:
         """The ONNX Runtime execution providers that run on this kind of device, best first."""
         return self.backend.onnxruntime_providers
@@ -225,6 +239,14 @@ class DeviceBackend:
     can_capture_graphs = False
     dist_backend: str | None = None
     onnxruntime_providers: tuple[str, ...] = ()
+    # The torch.profiler.ProfilerActivity that records this kind's kernels ("CUDA", "XPU"), or
+    # "" with `host_only_reason` saying why only the host can be profiled.
+    profiler_activity = ""
+    host_only_reason = "PyTorch's profiler records no kernels for this device"
+
+    def cpu_fallback(self) -> str:
+        """Why operators may silently run on the CPU instead of this device, or ""."""
+        return ""
 
     def discover(self) -> list[Device]:
         """This kind's devices, or one unavailable Device whose reason says why there are none."""

@@ -29,6 +29,7 @@ class CpuBackend(DeviceBackend):
     kind = HOST_DEVICE
     indexed = False
     is_host = True
+    host_only_reason = "the CPU is the host: its operators' host time is the device's time"
     dist_backend = "gloo"
     onnxruntime_providers = ("CPUExecutionProvider",)
 

@@ -24,6 +24,7 @@ class CudaBackend(DeviceBackend):
 
     kind = "cuda"
     can_capture_graphs = True
+    profiler_activity = "CUDA"  # CUPTI: kernels, copies and runtime calls (ROCm: roctracer)
     dist_backend = "nccl"  # RCCL on ROCm builds, under the same name
 
     @property

@@ -6,6 +6,7 @@ executed by us (the README, and every result's caveat, say so).
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 
@@ -46,6 +47,17 @@ class MpsBackend(DeviceBackend):
             details=(("memory", "unified with the CPU"),),
         )
         return [device]
+
+    host_only_reason = (
+        "PyTorch's profiler records no MPS kernels (torch.mps.profiler writes OS signposts for "
+        "Instruments instead): host only"
+    )
+
+    def cpu_fallback(self) -> str:
+        # pytorch#77764: with the fallback on, operators MPS lacks run on the CPU, silently.
+        if os.environ.get("PYTORCH_ENABLE_MPS_FALLBACK") == "1":
+            return "PYTORCH_ENABLE_MPS_FALLBACK=1: operators MPS lacks run on the CPU"
+        return ""
 
     def synchronize(self, index: int) -> None:
         torch.mps.synchronize()

@@ -20,6 +20,7 @@ class XpuBackend(DeviceBackend):
     """Intel GPUs."""
 
     kind = "xpu"
+    profiler_activity = "XPU"  # not executed here: no Intel GPU
     dist_backend = "xccl"  # PyTorch's Intel GPU collectives (2.8 and later); not executed here
     onnxruntime_providers = ("OpenVINOExecutionProvider",)
     caveat = (

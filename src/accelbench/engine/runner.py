@@ -10,6 +10,7 @@ from typing import Any
 
 from ..backends import Runnable, block_function, build, checks_drift, unsupported
 from ..core import metrics as keys
+from ..core.explanation import ProfileRequest
 from ..core.metrics import Overhead, Probe
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
@@ -20,6 +21,7 @@ from ..errors import one_line
 from ..levers import find_lever, spec_with
 from ..workloads import Workload
 from .measure import StopRule, measure
+from .profile import explain_steps, fallback_warnings
 
 __all__ = ["make_spec", "run_config", "run_one"]
 
@@ -54,13 +56,15 @@ def run_config(
     on_block: Callable[[int, float], None] | None = None,
     probe: bool = True,
     drift: bool = False,
+    profile: ProfileRequest | None = None,
 ) -> Result:
     """Measure one configuration. Unsupported, OOM or a crash come back as a failed Result.
 
     With `probe`, the configuration is timed again briefly at a quarter of the batch, which
     the bottleneck verdict needs; power is read around the timed blocks where the device can.
     With `drift` (always for ONNX Runtime, whose export is worth checking), the outputs are
-    compared with the fp32 PyTorch model's on the same inputs (accelbench.drift).
+    compared with the fp32 PyTorch model's on the same inputs (accelbench.drift). With
+    `profile`, a few steps are profiled after the samples, for the explanation (engine/profile).
     """
     base = Result(spec=spec, status="error", environment=fingerprint(device))
     reason = unsupported(spec, device, workload)
@@ -68,7 +72,8 @@ def run_config(
         return replace(base, status="unsupported", error=reason)
     try:
         with device.context():
-            timed = _time(spec, workload, device, stop, on_block, drift or checks_drift(spec))
+            check_drift = drift or checks_drift(spec)
+            timed = _time(spec, workload, device, stop, on_block, check_drift, profile)
             started = time.perf_counter()
             probed = _probe(spec, workload, device) if probe else {}
             probe_s = time.perf_counter() - started if probe else None
@@ -102,6 +107,8 @@ def _phases(timed: _Timed, probe_s: float | None) -> dict[str, float]:
         phases["probe_s"] = probe_s
     if timed.drift_s is not None:
         phases["drift_s"] = timed.drift_s
+    if timed.profile_s is not None:
+        phases["profile_s"] = timed.profile_s
     return phases
 
 
@@ -115,6 +122,7 @@ class _Timed:
     meter: PowerMeter
     recorded: dict[str, Any]  # what the steps or the backend recorded, and the drift
     drift_s: float | None  # seconds the drift check took; None when it did not run
+    profile_s: float | None  # seconds the profiled steps took; None when not asked
 
 
 def _time(
@@ -124,23 +132,31 @@ def _time(
     stop: StopRule,
     on_block: Callable[[int, float], None] | None,
     drift: bool,
+    profile: ProfileRequest | None,
 ) -> _Timed:
     device.reset_peak_memory()  # before building, so weights and data count
-    started = time.perf_counter()
-    prep = build(spec, workload, device)
-    device.synchronize()
-    setup = time.perf_counter() - started
-    meter = device.power_meter()  # read over the timed samples, not the warm-up
-    measurement = measure(block_function(prep), prep.timer, stop, on_block, meter)
+    with fallback_warnings(active=profile is not None) as fallbacks:
+        started = time.perf_counter()
+        prep = build(spec, workload, device)
+        device.synchronize()
+        setup = time.perf_counter() - started
+        meter = device.power_meter()  # read over the timed samples, not the warm-up
+        measurement = measure(block_function(prep), prep.timer, stop, on_block, meter)
     memory = prep.peak_memory()  # before the drift check builds anything more
     recorded = dict(prep.info)
+    profile_s = None
+    if profile is not None:  # after the samples, never inside them
+        started = time.perf_counter()
+        step_s = measurement.time.median / spec.steps_per_block
+        recorded.update(explain_steps(prep, device, step_s, profile, fallbacks))
+        profile_s = time.perf_counter() - started
     drift_s = None
     if drift:
         started = time.perf_counter()
         recorded[keys.DRIFT] = _drift(prep, workload, device)
         drift_s = time.perf_counter() - started
     # prep goes with this frame, freeing the device for the probe
-    return _Timed(measurement, memory, setup, meter, recorded, drift_s)
+    return _Timed(measurement, memory, setup, meter, recorded, drift_s, profile_s)
 
 
 def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[str, Any]:
@@ -202,7 +218,14 @@ def _probe(spec: RunSpec, workload: Workload, device: Device) -> dict[str, Any]:
         result = measure(block_function(prep), prep.timer, PROBE_STOP)
     except Exception as exc:  # the main result stands; say why there is no verdict input
         return {keys.PROBE_ERROR: one_line(exc)}
-    return Probe(batch, result.time.median / spec.steps_per_block, len(result.samples)).to_metrics()
+    per_step = result.time
+    low, high = (
+        (None, None)
+        if per_step.ci_low is None or per_step.ci_high is None
+        else (per_step.ci_low / spec.steps_per_block, per_step.ci_high / spec.steps_per_block)
+    )
+    median = per_step.median / spec.steps_per_block
+    return Probe(batch, median, len(result.samples), low, high).to_metrics()
 
 
 def run_one(

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..core.explanation import ProfileRequest
 from ..core.metrics import Overhead
 from ..core.result import Result, RunSpec
 from ..errors import UsageError
@@ -66,6 +67,7 @@ class _Job:
     drift: bool
     sent: float  # the parent's time.time() at the call, for the worker's start-up time
     environment: dict[str, str]  # the parent's, now: a forked worker has the server's
+    profile: ProfileRequest | None = None  # profile a few steps after the samples
 
 
 def run_isolated(
@@ -77,6 +79,7 @@ def run_isolated(
     probe: bool = True,
     launch: Launch | None = None,
     drift: bool = False,
+    profile: ProfileRequest | None = None,
 ) -> Result:
     """Run `spec` in a fresh process; give up after `timeout` seconds.
 
@@ -84,7 +87,7 @@ def run_isolated(
     the time limit covers them, and they are stopped with the worker.
     """
     called = time.perf_counter()
-    result = _run_isolated(spec, ref, stop, timeout, on_block, probe, launch, drift)
+    result = _run_isolated(spec, ref, stop, timeout, on_block, probe, launch, drift, profile)
     wall = time.perf_counter() - called  # failed results too: a timeout costs its seconds
     return replace(result, metrics=Overhead.add(result.metrics, wall_s=wall))
 
@@ -135,11 +138,12 @@ def _run_isolated(
     probe: bool,
     launch: Launch | None,
     drift: bool,
+    profile: ProfileRequest | None,
 ) -> Result:
     context = _context()
     receiver, sender = context.Pipe(duplex=False)
     launch = launch or Launch(timeout=timeout)
-    job = _Job(spec, ref, stop, probe, launch, drift, time.time(), dict(os.environ))
+    job = _Job(spec, ref, stop, probe, launch, drift, time.time(), dict(os.environ), profile)
     process = context.Process(target=_worker, args=(sender, job), daemon=False)
     process.start()
     sender.close()  # so the parent sees EOF when the child dies
@@ -252,6 +256,7 @@ def _run(sender: Connection, job: _Job, overhead: dict[str, float]) -> Result:
         job.stop,
         probe=job.probe,
         drift=job.drift,
+        profile=job.profile,
         on_block=lambda i, s: sender.send(("block", i, s)),
     )
 
