@@ -15,6 +15,8 @@ from .core.version import __version__
 _EXPORTS = {
     "AccelbenchError": "errors",
     "benchmark": "workflows.benchmark",
+    "explain": "workflows.explain",
+    "Explanation": "core.explanation",
     "Device": "devices",
     "discover": "devices",
     "pick_device": "devices",
@@ -50,6 +52,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # let type checkers and editors see the real names
+    from .core.explanation import Explanation
     from .core.result import Result, RunSpec
     from .core.stats import Measurement
     from .devices import Device, discover, pick_device, resolve_devices
@@ -61,4 +64,5 @@ if TYPE_CHECKING:  # let type checkers and editors see the real names
     from .levers import register as register_lever
     from .store.db import Store
     from .workflows.benchmark import benchmark
+    from .workflows.explain import explain
     from .workloads import Workload, get_workload, list_workloads, register

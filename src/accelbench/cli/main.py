@@ -18,6 +18,7 @@ from . import (
     calibrate,
     compare,
     devices,
+    explain,
     export,
     optimize,
     report,
@@ -28,7 +29,19 @@ from . import (
 )
 
 # In the order `accelbench --help` lists them; each adds its subparser(s) and their handlers.
-COMMANDS = (run, devices, workloads, calibrate, compare, report, export, optimize, verify, results)
+COMMANDS = (
+    run,
+    explain,
+    devices,
+    workloads,
+    calibrate,
+    compare,
+    report,
+    export,
+    optimize,
+    verify,
+    results,
+)
 
 
 class _Parser(argparse.ArgumentParser):

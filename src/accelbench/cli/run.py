@@ -22,7 +22,8 @@ from .options import (
 from .output import db_path, emit_json, exit_code, result_json, width
 
 if TYPE_CHECKING:
-    from ..workflows.benchmark import BenchmarkRequest
+    from ..core.explanation import ProfileRequest
+    from ..workflows.benchmark import BenchmarkRequest, Plan
 
 DEVICES_HELP = "cpu, cuda, cuda:N, mps, xpu, xpu:N, or all (default)"
 
@@ -47,7 +48,10 @@ def add_parser(commands: Commands) -> None:
     _add_configurations(matrix)
     add_lever_options(run, {g.title or "": g for g in (matrix, parallel)})
     _add_parallel(parallel)
-    _add_timing(run.add_argument_group("timing"))
+    timing = run.add_argument_group("timing")
+    add_timing(timing)
+    _add_switches(timing)
+    add_profile_options(run.add_argument_group("why (the profiler, after the timed samples)"))
     add_output_options(run, progress=True)
     run.set_defaults(handler=handle)
 
@@ -98,7 +102,8 @@ def _add_parallel(parallel: argparse._ArgumentGroup) -> None:
     )
 
 
-def _add_timing(timing: argparse._ArgumentGroup) -> None:
+def add_timing(timing: argparse._ArgumentGroup) -> None:
+    """The stop rule's options and the per-configuration time limit (run, explain)."""
     timing.add_argument(
         "--epochs",
         type=count(1),
@@ -128,7 +133,32 @@ def _add_timing(timing: argparse._ArgumentGroup) -> None:
         metavar="S",
         help="give up on one configuration after S seconds (default: 900)",
     )
-    _add_switches(timing)
+
+
+def add_profile_options(group: argparse._ArgumentGroup, always: bool = False) -> None:
+    """--profile (run) and --trace: the profiled steps run after the timed samples."""
+    if not always:
+        group.add_argument(
+            "--profile",
+            action="store_true",
+            help="after each configuration's timed samples, profile a few steps with "
+            "torch.profiler and show where the step's time went (as `accelbench explain`); "
+            "no reported figure comes from a profiled step",
+        )
+    group.add_argument(
+        "--trace",
+        metavar="FILE.json",
+        help="write the profiled steps' Chrome/Perfetto trace to this file (one "
+        "configuration" + ("" if always else "; implies --profile") + ")",
+    )
+
+
+def profile_request(args: argparse.Namespace, always: bool = False) -> ProfileRequest | None:
+    from ..core.explanation import ProfileRequest
+
+    if not (always or args.profile or args.trace):
+        return None
+    return ProfileRequest(trace=args.trace or "")
 
 
 def _add_switches(timing: argparse._ArgumentGroup) -> None:
@@ -168,18 +198,25 @@ def request_from(args: argparse.Namespace) -> BenchmarkRequest:
         levers=lever_values(args),
         verdict=not args.no_verdict,
         nodes=args.nnodes,
+        profile=profile_request(args),
     )
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..render.console import run_tables
-    from ..store.db import Store
-    from ..workflows.benchmark import plan, run_plan
+    from ..workflows.benchmark import plan
 
     # Check every input, the database included, before spending time measuring.
-    checked = plan(request_from(args))
+    return run_and_print(plan(request_from(args)), args)
+
+
+def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
+    """Run a checked plan, store it, and print its tables (and explanations) or its JSON."""
+    from ..render.console import explanation_blocks, run_tables
+    from ..store.db import Store
+    from ..workflows.benchmark import run_plan
+
     with Store(db_path(args)) as store:
-        results = run_plan(checked, store, resume=args.resume, quiet=args.quiet)
+        results = run_plan(checked, store, resume=getattr(args, "resume", False), quiet=args.quiet)
     sweep = checked.sweep.id
     if args.json:
         emit_json(
@@ -191,6 +228,7 @@ def handle(args: argparse.Namespace) -> int:
         )
     else:
         print(run_tables(results, width=width()), end="")
+        print(explanation_blocks(results), end="")
         ids = ", ".join(f"#{r.id}" for r in results) or "none (all were stored already)"
         print(f"stored as result(s) {ids} in {store.path} (sweep {sweep})")
     return exit_code(r.status for r in results)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import re
 import time
 import traceback
@@ -87,6 +88,9 @@ def _steps(measured_step_s: float | None) -> int:
 
 def _profile(prep: Runnable, device: Device, steps: int, trace: str) -> Profile:
     """torch.profiler over `steps` steps, after one profiled warm-up step for its own start."""
+    # Kineto prints its start, stop and a failed GPU count (on a CPU-only machine) to stderr
+    # unless told not to; it reads this when the profiler first starts in the process.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "5")
     activity = device.profiler_activity
     activities = [torch.profiler.ProfilerActivity.CPU]
     if activity:

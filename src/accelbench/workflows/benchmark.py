@@ -7,6 +7,7 @@ before anything is measured or stored. `accelbench run` and `accelbench.benchmar
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from pathlib import Path
 from ..analysis.metrics import Analyzer
 from ..backends import check_installed, unsupported
 from ..core import metrics as keys
+from ..core.explanation import ProfileRequest
 from ..core.result import MODES, Result, RunSpec, Value
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
 from ..devices import Device, resolve_devices
@@ -36,6 +38,7 @@ __all__ = [
     "benchmark",
     "plan",
     "run_plan",
+    "run_stored",
 ]
 
 
@@ -61,6 +64,7 @@ class BenchmarkRequest:
     nodes: int = 1
     node_rank: int = 0
     rdzv_endpoint: str = ""  # HOST:PORT where the nodes meet, with nodes > 1
+    profile: ProfileRequest | None = None  # profile each configuration after its samples
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class Plan:
     verdict: bool = True  # probe a smaller batch for the bottleneck verdict
     max_batch: bool = False  # search each configuration's largest batch instead
     launch: Launch = Launch()  # where data-parallel processes run
+    profile: ProfileRequest | None = None
 
 
 def plan(request: BenchmarkRequest) -> Plan:
@@ -96,6 +101,7 @@ def plan(request: BenchmarkRequest) -> Plan:
         warmup=request.warmup,
     )
     configs = sweep.configs([workloads[r] for r in refs], devices)
+    profile = _checked_profile(request.profile, configs)
     return Plan(
         sweep,
         configs,
@@ -105,7 +111,38 @@ def plan(request: BenchmarkRequest) -> Plan:
         verdict=request.verdict and not request.max_batch,
         max_batch=request.max_batch,
         launch=launch,
+        profile=profile,
     )
+
+
+def _checked_profile(
+    profile: ProfileRequest | None, configs: Sequence[Config]
+) -> ProfileRequest | None:
+    """The profile request with its trace path made absolute (the worker writes it), after
+    checking what a profile cannot do, before anything is measured."""
+    if profile is None:
+        return None
+    if any(c.spec.processes > 1 for c in configs):
+        raise UsageError("--profile profiles one process; it cannot run with --processes above 1")
+    if not profile.trace:
+        return profile
+    if len(configs) != 1:
+        raise UsageError(
+            f"--trace writes one configuration's trace; these options make {len(configs)}"
+        )
+    return replace(profile, trace=str(_writable(Path(profile.trace))))
+
+
+def _writable(path: Path) -> Path:
+    """`path` made absolute, if a file can be written there (its folder exists)."""
+    path = path.expanduser().resolve()
+    if path.is_dir():
+        raise UsageError(f"--trace {path}: is a directory; give a file such as trace.json")
+    if not path.parent.is_dir():
+        raise UsageError(f"--trace {path}: no such directory: {path.parent}")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"--trace {path}: cannot be written")
+    return path
 
 
 def _check_words(request: BenchmarkRequest) -> None:
@@ -197,13 +234,15 @@ def benchmark(
     db: str | Path | None = None,
     resume: bool = False,
     quiet: bool = True,
+    profile: ProfileRequest | None = None,
     **levers: Sequence[Value],
 ) -> list[Result]:
     """Plan and run a sweep as `accelbench run` does: each configuration in its own worker
     process, failures as Results. Other levers go by name (`accelbench.levers`), e.g.
     channels_last=(False, True), compile=("", "default"), threads=(4,), processes=(2,) (per
     node). With `db` every result is also stored there (and `resume` skips those stored);
-    without, they are only returned."""
+    without, they are only returned. With `profile`, each configuration's step is profiled
+    after its samples (`result.facts.explanation`)."""
     refs = [workload] if isinstance(workload, (str, WorkloadRef)) else list(workload)
     request = BenchmarkRequest(
         workloads=tuple(r if isinstance(r, WorkloadRef) else WorkloadRef(r) for r in refs),
@@ -217,8 +256,18 @@ def benchmark(
         warmup=warmup,
         timeout=timeout,
         verdict=verdict,
+        profile=profile,
     )
-    checked = plan(request)
+    return run_stored(plan(request), db, resume=resume, quiet=quiet)
+
+
+def run_stored(
+    checked: Plan,
+    db: str | Path | None = None,
+    resume: bool = False,
+    quiet: bool = True,
+) -> list[Result]:
+    """Run a checked plan, stored in `db` (or in a scratch database that goes with the call)."""
     with _store(db) as store:
         return run_plan(checked, store, resume=resume, quiet=quiet)
 
@@ -294,6 +343,7 @@ def _run_one(plan: Plan, config: Config, on_block: Callable[[int, float], None])
             on_block,
             probe=plan.verdict,
             launch=launch,
+            profile=plan.profile,
         )
     if not result.environment:  # the worker died before it could describe its machine
         result = replace(result, environment=fingerprint(device))

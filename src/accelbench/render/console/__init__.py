@@ -5,6 +5,7 @@ types for the type checker only, and `optimize` imports the optimize workflow wh
 """
 
 from ..text import format_bytes, format_seconds
+from .explain import explanation_blocks
 from .export import export_table
 from .listings import calibration_table, devices_table, workloads_table
 from .optimize import optimize_table
@@ -19,6 +20,7 @@ __all__ = [
     "compare_table",
     "devices_table",
     "drift_note",
+    "explanation_blocks",
     "export_table",
     "format_bytes",
     "format_seconds",
