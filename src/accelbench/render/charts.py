@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import levers
@@ -212,7 +212,10 @@ def _tolerance(base: Result) -> Tolerance | None:
     from ..workflows.optimize import Tolerance  # here: the optimize workflow imports torch
 
     stored = _tag(base).tolerance
-    return Tolerance(**stored) if stored else None
+    if not stored:
+        return None
+    # Only the fields this accelbench knows: an imported file may carry others
+    return Tolerance(**{f.name: stored[f.name] for f in fields(Tolerance) if f.name in stored})
 
 
 def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> None:
