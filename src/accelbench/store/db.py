@@ -137,11 +137,11 @@ class Store:
         written to the file, ever (an empty file reads as no results; an older schema is
         migrated in a copy in memory)."""
         self.path = Path(path)
-        _check_file(self.path)
         if not create and not self.path.exists():
             raise StoreError(
                 f"no results database at {self.path}; run `accelbench run` first or pass --db PATH"
             )
+        _check_file(self.path)
         self._conn = _open_to_write(self.path) if create else _open_to_read(self.path)
 
     def __enter__(self) -> Store:
