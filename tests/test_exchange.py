@@ -199,7 +199,14 @@ def test_pruning_round_trips_and_files_from_before_it_import_unpruned(tmp_path):
         ),
         status="ok",
         measurement=Measurement((0.5, 0.4)),
-        metrics={"pruning": {"params_before": 10, "params_after": 10, "zero_fraction": 0.5}},
+        metrics={
+            "pruning": {
+                "method": "unstructured:0.5",
+                "params_before": 10,
+                "params_after": 10,
+                "zero_fraction": 0.5,
+            }
+        },
     )
     path = tmp_path / "pruned.json"
     write_export([pruned], path)

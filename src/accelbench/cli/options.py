@@ -158,8 +158,15 @@ def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 
+def _db_file(text: str) -> str:
+    # An empty path must not fall back to ./accelbench.db, as if --db had not been given
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path; name the database file, e.g. --db r.db")
+    return text
+
+
 def add_db(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", metavar="PATH", help=DB_HELP)
+    parser.add_argument("--db", type=_db_file, metavar="PATH", help=DB_HELP)
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:

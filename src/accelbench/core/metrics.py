@@ -26,8 +26,9 @@ Who writes which keys (units are on each value's fields below):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import asdict, dataclass, fields, is_dataclass
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from .explanation import Explanation
 
@@ -65,6 +66,7 @@ __all__ = [
     "VERDICT",
     "VERIFY",
     "WORLD_SIZE",
+    "check_metrics",
     "Bottleneck",
     "Drift",
     "Flops",
@@ -580,3 +582,110 @@ class Metrics:
     @property
     def verification(self) -> Verification | None:
         return Verification.from_metrics(self.raw)
+
+
+# What each key holds, for `check_metrics`: one JSON type, or an object (a group). None passes
+# everywhere: writers store it for "no figure".
+_NUMBER = (int, float)
+_KEY_TYPES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(
+        (SETUP_S, JOULES_PER_SAMPLE, SAMPLES_PER_S_PER_WATT, FLOPS_PER_SAMPLE, ACHIEVED_FLOPS),
+        _NUMBER,
+    ),
+    **dict.fromkeys((PEAK_FLOPS, MFU, SCALING_EFFICIENCY, SINGLE_PROCESS_SAMPLES_PER_S), _NUMBER),
+    **dict.fromkeys((MAX_BATCH, DEVICE_MEMORY, WORLD_SIZE), (int,)),
+    **dict.fromkeys(
+        (PROBE_ERROR, POWER_WARNING, POWER_UNAVAILABLE, PEAK_SOURCE, SCALING_UNAVAILABLE), (str,)
+    ),
+    MAX_BATCH_STOPPED_BY: (str,),
+    **dict.fromkeys((MEMORY_TENSORS_ONLY, MAX_BATCH_LIMIT_REACHED), (bool,)),
+    **dict.fromkeys((RANKS, MAX_BATCH_PROBES), (list,)),
+}
+# The groups stored under one key whose own keys are their view's field names.
+_GROUPS: dict[str, type] = {
+    PROBE: Probe,
+    DRIFT: Drift,
+    POWER: Power,
+    VERDICT: Bottleneck,
+    PRUNING: Pruning,
+    ONNXRUNTIME: OnnxRuntimeFacts,
+    OPTIMIZE: OptimizeTag,
+    VERIFY: Verification,
+    OVERHEAD: Overhead,
+}
+_VIEWS = [name for name, member in vars(Metrics).items() if isinstance(member, property)]
+_VIEW_KEYS = {"bottleneck": VERDICT, "parallel": RANKS, "verification": VERIFY}
+_DEEPEST = 16  # no writer nests deeper; a deeper file would overflow the stack of JSON encoding
+
+
+def check_metrics(metrics: Mapping[str, Any]) -> None:
+    """ValueError naming the first key of `metrics` (as `metrics.KEY`) that a typed view, and
+    so a renderer, cannot take: a wrong JSON type, a group missing what its view needs, a value
+    of the wrong type inside a group, or nesting deeper than any writer makes. Keys no view
+    reads are kept as they are."""
+    _check_depth(metrics, "metrics", 0)
+    for key, value in metrics.items():
+        kinds = (dict,) if key in _GROUPS else _KEY_TYPES.get(key)
+        if value is None or kinds is None:
+            continue
+        if isinstance(value, bool) is not (bool in kinds) or not isinstance(value, kinds):
+            raise ValueError(f"metrics.{key} has the wrong type ({type(value).__name__})")
+        if isinstance(value, dict):  # a group: only group keys get past the check above
+            _check_group(key, value)
+    for view in _VIEWS:
+        key = _VIEW_KEYS.get(view, view)
+        try:
+            built = getattr(Metrics(metrics), view)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(
+                f"metrics.{key} cannot be read ({type(exc).__name__}: {exc})"
+            ) from None
+        if is_dataclass(built) and not _conforms(built, type(built)):
+            raise ValueError(f"metrics.{key} holds a value of the wrong type")
+
+
+def _check_group(key: str, group: Mapping[str, Any]) -> None:
+    """Each of the group's values that its view reads by the field's name is of its type."""
+    hints = get_type_hints(_GROUPS[key])
+    for name, value in group.items():
+        if name in hints and value is not None and not _conforms(value, hints[name]):
+            raise ValueError(f"metrics.{key}.{name} has the wrong type ({type(value).__name__})")
+
+
+def _check_depth(value: Any, where: str, depth: int) -> None:
+    if depth > _DEEPEST:
+        raise ValueError(f"{where} nests deeper than {_DEEPEST} levels")
+    children = value.values() if isinstance(value, Mapping) else value
+    if isinstance(value, (Mapping, list)):
+        for child in children:
+            _check_depth(child, where, depth + 1)
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    """Whether `value` (JSON as stored, or a view's field) is of the annotated type: a list
+    passes for a tuple and an int for a float, a bool never for a number."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (Union, UnionType):
+        return any(_conforms(value, arm) for arm in args)
+    if origin is tuple:
+        if not isinstance(value, (tuple, list)):
+            return False
+        arms = args[:1] * len(value) if args[-1:] == (Ellipsis,) else args
+        return len(arms) == len(value) and all(map(_conforms, value, arms))
+    if origin is Mapping:
+        key, item = args
+        return isinstance(value, Mapping) and all(
+            _conforms(k, key) and _conforms(v, item) for k, v in value.items()
+        )
+    if hint in (int, float) and isinstance(value, bool):
+        return False
+    if hint is float:
+        return isinstance(value, (int, float))
+    if isinstance(hint, type) and is_dataclass(hint):
+        hints = get_type_hints(hint)
+        return isinstance(value, hint) and all(
+            _conforms(getattr(value, f.name), hints[f.name]) for f in fields(hint)
+        )
+    return isinstance(value, hint)

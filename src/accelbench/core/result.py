@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import uuid
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from .metrics import Metrics, Verification
+from .metrics import Metrics, Verification, check_metrics
 from .stats import Measurement
 from .vocab import MODES, PRECISIONS, STATUSES, TORCH
 
@@ -241,10 +242,31 @@ def _check_record(record: Any) -> None:
     environment = record["environment"]
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in environment.items()):
         raise ValueError("environment must map names to text")
-    if not all(isinstance(s, (int, float)) and s > 0 for s in record["samples"] + record["warmup"]):
-        raise ValueError("samples must be positive numbers of seconds")
+    if not all(map(_is_seconds, record["samples"] + record["warmup"])):
+        raise ValueError("samples must be positive, finite numbers of seconds")
     if record["repeat"] < 1:
         raise ValueError("repeat must be 1 or more")
+    for key in ("repeat", "peak_memory"):
+        _check_integer(key, record[key])
+    check_metrics(record["metrics"])
+
+
+def _is_seconds(value: Any) -> bool:
+    """A positive, finite number: Infinity would list as 0 it/s; a bool is no number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value) and value > 0
+    except OverflowError:  # an int too large for a float is not a time either
+        return False
+
+
+_SQLITE_INTEGERS = range(-(2**63), 2**63)  # what an INTEGER column holds
+
+
+def _check_integer(name: str, value: Any) -> None:
+    if isinstance(value, int) and value not in _SQLITE_INTEGERS:
+        raise ValueError(f"{name!r} is beyond the integers a database holds (64 bits)")
 
 
 _SPEC_TYPES: dict[str, type] = {"str": str, "int": int}
@@ -268,6 +290,7 @@ def _check_spec(spec: Any) -> None:
     for name in ("batch_size", "steps_per_block"):
         if spec[name] < 1:
             raise ValueError(f"spec {name!r} must be 1 or more, not {spec[name]}")
+        _check_integer(f"spec {name}", spec[name])
     for name, value in spec.get("levers", {}).items():
         if not isinstance(value, (str, int, float, bool)):
             raise ValueError(f"lever {name!r} has the wrong type ({type(value).__name__})")

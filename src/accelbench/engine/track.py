@@ -51,7 +51,7 @@ def progress_bar(console: Console | None = None, disable: bool = False) -> Progr
     """The progress bar accelbench uses everywhere: on stderr, off when not a terminal."""
     console = console or Console(stderr=True)
     return Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),  # names are text, not markup
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import levers
@@ -13,6 +13,7 @@ from ..core.metrics import Drift, OptimizeTag
 from ..core.result import Result, machine_of
 from ..errors import require
 from ..levers import label
+from .text import inert
 
 if TYPE_CHECKING:
     from ..workflows.optimize import Tolerance
@@ -37,6 +38,12 @@ def _ok(results: Sequence[Result]) -> list[Result]:
     return [r for r in results if r.measurement is not None]
 
 
+def _shown(text: str) -> str:
+    """Stored text as matplotlib draws it literally: each `$` escaped, since a pair of them
+    would be parsed as mathtext (and a malformed formula raises), control characters visible."""
+    return inert(text).replace("$", r"\$")
+
+
 def _series_name(r: Result) -> str:
     return f"{machine_of(r.environment)}/{r.spec.device} {label(r.spec)}"
 
@@ -54,7 +61,7 @@ def _bars(title: str, labels: list[str], values: list[float], unit: str) -> byte
     figure, axes = plt.subplots(figsize=(9, 0.45 * len(labels) + 1.2))
     positions = range(len(labels))
     axes.barh(list(positions), values, color="#4477aa")
-    axes.set_yticks(list(positions), labels, fontsize=8)
+    axes.set_yticks(list(positions), [_shown(t) for t in labels], fontsize=8)
     axes.invert_yaxis()
     positive = [v for v in values if v > 0]
     if positive and max(positive) / min(positive) > 100:  # workloads differ by orders of size
@@ -118,7 +125,7 @@ def scaling_chart(results: Sequence[Result]) -> bytes | None:
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(9, 4.5))
     for name, points in series.items():
-        axes.plot([b for b, _ in points], [s for _, s in points], marker="o", label=name)
+        axes.plot([b for b, _ in points], [s for _, s in points], marker="o", label=_shown(name))
     axes.set_xscale("log", base=2)
     axes.set_xlabel("batch size")
     axes.set_ylabel("samples/s")
@@ -142,8 +149,9 @@ def parallel_chart(results: Sequence[Result]) -> bytes | None:
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     for name, by_count in series.items():
         counts = sorted(by_count)
+        shown = _shown(name)
         left.plot(
-            counts, [by_count[n].samples_per_second or 0.0 for n in counts], marker="o", label=name
+            counts, [by_count[n].samples_per_second or 0.0 for n in counts], marker="o", label=shown
         )
         single = by_count[counts[0]].samples_per_second or 0.0
         efficiency = (
@@ -152,7 +160,7 @@ def parallel_chart(results: Sequence[Result]) -> bytes | None:
             else []
         )
         if efficiency:
-            right.plot(counts, efficiency, marker="o", label=name)
+            right.plot(counts, efficiency, marker="o", label=shown)
     left.set(xlabel="processes", ylabel="aggregate samples/s", title="data-parallel throughput")
     right.set(
         xlabel="processes", ylabel="% of N x one process", title="scaling efficiency", ylim=(0, 110)
@@ -204,7 +212,10 @@ def _tolerance(base: Result) -> Tolerance | None:
     from ..workflows.optimize import Tolerance  # here: the optimize workflow imports torch
 
     stored = _tag(base).tolerance
-    return Tolerance(**stored) if stored else None
+    if not stored:
+        return None
+    # Only the fields this accelbench knows: an imported file may carry others
+    return Tolerance(**{f.name: stored[f.name] for f in fields(Tolerance) if f.name in stored})
 
 
 def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> None:
@@ -224,11 +235,11 @@ def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> Non
     positions = list(range(len(names)))
     speed_axes.barh(positions, speedups, color=colors)
     speed_axes.axvline(1.0, color="#888", linewidth=0.8)
-    speed_axes.set_yticks(positions, names, fontsize=8)
+    speed_axes.set_yticks(positions, [_shown(n) for n in names], fontsize=8)
     speed_axes.invert_yaxis()
     speed_axes.set_xlabel("speedup over fp32 eager (ratio of medians)")
     spec = base.spec
-    speed_axes.set_title(f"{spec.workload} {spec.mode} b{spec.batch_size} on {spec.device}")
+    speed_axes.set_title(_shown(f"{spec.workload} {spec.mode} b{spec.batch_size} on {spec.device}"))
     drift_axes.barh(positions, drifts, color=colors)
     drift_axes.set_xscale("log")
     drift_axes.set_yticks(positions, [""] * len(names))

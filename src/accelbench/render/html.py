@@ -2,7 +2,8 @@
 
 Nothing is loaded from the network when the page is opened: styles are inline and charts are
 PNG images embedded as data URIs. Every string taken from results (model names, host names,
-error messages) goes through `html.escape`, so a hostile name shows as text and runs nothing.
+error messages) goes through `html.escape`, so a hostile name shows as text and runs nothing, and
+through `inert`, so no control character reaches whoever reads the file in a terminal.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..core.version import __version__
 from ..levers import label
 from . import charts
 from .rows import HEADERS, failures, row_cells
+from .text import inert
 
 __all__ = ["html_report"]
 
@@ -59,11 +61,16 @@ def html_report(results: Sequence[Result], title: str = "accelbench report") -> 
     )
 
 
+def _text(text: str) -> str:
+    """Stored text as HTML that shows it: escaped, its control characters visible."""
+    return escape(inert(text))
+
+
 def _table(headers: Iterable[str], rows: Iterable[Iterable[tuple[str, str]]]) -> str:
     """Rows of (text, css class) cells; all text is escaped here."""
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    head = "".join(f"<th>{_text(h)}</th>" for h in headers)
     body = "".join(
-        "<tr>" + "".join(f'<td class="{c}">{escape(t)}</td>' for t, c in row) + "</tr>"
+        "<tr>" + "".join(f'<td class="{c}">{_text(t)}</td>' for t, c in row) + "</tr>"
         for row in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -85,7 +92,7 @@ def _machines(results: Sequence[Result]) -> str:
             for k, v in sorted(shown.items())
             if k not in ("device", "device_model", "caveat")
         ]
-        parts.append(f"<h3>{escape(machine)}</h3>" + _table(("fact", "value"), rows))
+        parts.append(f"<h3>{_text(machine)}</h3>" + _table(("fact", "value"), rows))
     return "\n".join(parts)
 
 

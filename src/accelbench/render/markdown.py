@@ -8,13 +8,15 @@ from ..analysis.compare import DEVICE, compare
 from ..core.result import Result
 from ..levers import label
 from .rows import HEADERS, failures, row_cells
+from .text import inert
 
 __all__ = ["markdown_report"]
 
 
 def _cell(text: object) -> str:
-    # Pipes and line breaks would break the table; escape the one, flatten the other.
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Stored text as one table cell: CR, LF and other control characters shown as escapes
+    (a raw one would end the row or reach the terminal), a pipe escaped (it would split it)."""
+    return inert(text).replace("|", "\\|")
 
 
 def markdown_report(results: Sequence[Result]) -> str:

@@ -4,6 +4,10 @@ SQLite through the standard library. The file is marked as ours with PRAGMA appl
 carries its schema version in PRAGMA user_version, so a foreign or newer database is refused
 before anything is written to it. Each result is saved in its own transaction: an interrupted
 sweep keeps every result that finished.
+
+A store opened to write checks, creates and migrates the schema under one write lock (`BEGIN
+IMMEDIATE`), so two processes opening a new database at once cannot both create it; a store
+opened to read opens the file read-only and never writes to it.
 """
 
 from __future__ import annotations
@@ -126,13 +130,19 @@ class Store:
     """An open results database. Use as a context manager, or call close()."""
 
     def __init__(self, path: str | Path, create: bool = True) -> None:
-        """Open the database at `path`; with create=False a missing file is an error."""
+        """Open the database at `path` to write: created when missing, migrated when older,
+        and refused at once when it cannot be written (before anything is measured for it).
+
+        With create=False, open it to read only: a missing file is an error, and nothing is
+        written to the file, ever (an empty file reads as no results; an older schema is
+        migrated in a copy in memory)."""
         self.path = Path(path)
         if not create and not self.path.exists():
             raise StoreError(
                 f"no results database at {self.path}; run `accelbench run` first or pass --db PATH"
             )
-        self._conn = _open(self.path)
+        _check_file(self.path)
+        self._conn = _open_to_write(self.path) if create else _open_to_read(self.path)
 
     def __enter__(self) -> Store:
         return self
@@ -321,44 +331,111 @@ def _to_result(row: sqlite3.Row) -> Result:
     )
 
 
-def _open(path: Path) -> sqlite3.Connection:
-    """Open or create the database, refusing anything that is not ours before writing."""
-    _check_file(path)
+_BUSY_TIMEOUT_S = 30.0  # how long one writer waits for another's lock before giving up
+
+
+def _connect(target: str | Path, path: Path, uri: bool = False) -> sqlite3.Connection:
     try:
-        conn = sqlite3.connect(path)
-        conn.row_factory = sqlite3.Row
+        conn = sqlite3.connect(target, timeout=_BUSY_TIMEOUT_S, uri=uri)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {path} as the results database: {exc}") from None
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _open_to_write(path: Path) -> sqlite3.Connection:
+    return _prepared(_connect(path, path), path)
+
+
+def _open_to_read(path: Path) -> sqlite3.Connection:
+    """The database opened read-only; an empty or older one is set up in a copy in memory."""
+    conn = _connect(f"{path.resolve().as_uri()}?mode=ro", path, uri=True)
+    try:
+        if _version(conn, path) == SCHEMA_VERSION:
+            return conn
+        memory = _connect(":memory:", path)
+        conn.backup(memory)
+    except BaseException:
+        conn.close()
+        raise
+    conn.close()
+    return _prepared(memory, path)
+
+
+def _prepared(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
+    """`conn` once its schema is set up; closed when it cannot be."""
+    try:
+        _set_up(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _set_up(conn: sqlite3.Connection, path: Path) -> None:
+    """Check the database is ours, then create or migrate its schema, all under one write lock:
+    a second process opening it at the same time waits, then finds it set up."""
+    conn.isolation_level = None  # transactions by hand: Python's own would commit mid-way
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        version = _version(conn, path)
+        for statement in _statements(_setup_script(version)):
+            conn.execute(statement)
+        # A write even when nothing is to change, so a read-only file is refused now
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT" if version < SCHEMA_VERSION else "ROLLBACK")
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot write to {path}: {exc}") from None
+    conn.isolation_level = "DEFERRED"  # Python's default again: a `with conn` is a transaction
+
+
+def _version(conn: sqlite3.Connection, path: Path) -> int:
+    """The schema version of our database, 0 for an empty one; StoreError for another's."""
+    try:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open {path} as the results database: {exc}") from None
     if app_id == 0 and not tables:
-        _run_script(
-            conn,
-            path,
-            f"{_SCHEMA_V1} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 1;",
-        )
-        version = 1
-    elif app_id != APPLICATION_ID:
-        conn.close()
+        return 0
+    if app_id != APPLICATION_ID:
         held = ", ".join(tables) or "no tables"
         raise StoreError(
             f"{path} is not an accelbench database (it holds: {held}); choose another --db path"
         )
-    elif version > SCHEMA_VERSION:
-        conn.close()
+    if version > SCHEMA_VERSION:
         raise StoreError(
             f"{path} was written by a newer accelbench (schema {version}; this one "
             f"reads up to {SCHEMA_VERSION}); upgrade accelbench"
         )
-    for target in range(version + 1, SCHEMA_VERSION + 1):
-        _run_script(conn, path, f"{_MIGRATIONS[target]} PRAGMA user_version = {target};")
-    return conn
+    return int(version)
+
+
+def _setup_script(version: int) -> str:
+    """The SQL that takes a database from `version` (0: empty) to SCHEMA_VERSION."""
+    script = "" if version else f"{_SCHEMA_V1} PRAGMA application_id = {APPLICATION_ID};"
+    for target in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
+        script += _MIGRATIONS[target]
+    return script
+
+
+def _statements(script: str) -> list[str]:
+    """The script's statements one by one (sqlite3 executes one at a time outside
+    executescript, which would commit the open transaction first)."""
+    statements, start = [], 0
+    for end, char in enumerate(script, start=1):
+        if char == ";" and sqlite3.complete_statement(script[start:end]):
+            statements.append(script[start:end])
+            start = end
+    return statements
 
 
 def _check_file(path: Path) -> None:
     if path.is_dir():
         raise StoreError(f"cannot use {path} as the results database: it is a directory")
+    if path.exists() and not path.is_file():  # a FIFO would hang the reader, a device worse
+        raise StoreError(f"cannot use {path} as the results database: it is not a regular file")
     if not path.parent.is_dir():
         raise StoreError(f"cannot create {path}: directory {path.parent} does not exist")
     if not path.exists():
@@ -372,13 +449,3 @@ def _check_file(path: Path) -> None:
         raise StoreError(
             f"{path} is not an accelbench database (not an SQLite file); choose another --db path"
         )
-
-
-def _run_script(conn: sqlite3.Connection, path: Path, script: str) -> None:
-    """Run DDL in one transaction: a migration applies whole or not at all."""
-    try:
-        conn.executescript(f"BEGIN; {script} COMMIT;")
-    except sqlite3.Error as exc:
-        conn.rollback()
-        conn.close()
-        raise StoreError(f"cannot set up the results database at {path}: {exc}") from None

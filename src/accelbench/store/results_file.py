@@ -125,3 +125,7 @@ def _load(path: Path) -> Any:
         raise StoreError(
             f"{path} is truncated or not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from None
+    except RecursionError:
+        raise StoreError(f"{path} nests its JSON too deeply to be an accelbench export") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise StoreError(f"{path} is not an accelbench export: {exc}") from None

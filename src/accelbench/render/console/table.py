@@ -1,22 +1,45 @@
-"""A rich table built and rendered to plain text, the way every console renderer shows one."""
+"""A rich table built and rendered to plain text, the way every console renderer shows one.
+
+Every string that reaches rich here (title, headers, cells, notes) may hold stored text from an
+imported file, so each is handed over as a `rich.text.Text` made `inert`: rich never parses it
+as markup (`[/x]` would crash it, `[bold]` would vanish) and no control character reaches the
+terminal.
+"""
 
 from __future__ import annotations
 
 import io
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
+from rich.text import Text
 
-__all__ = ["new_table", "render_table", "table_text"]
+from ..text import inert
+
+__all__ = ["SafeTable", "new_table", "plain", "render_table", "table_text"]
 
 
-def new_table(title: str, headers: Sequence[str], left_columns: int | None = None) -> Table:
+def plain(text: str) -> Text:
+    """`text` as rich shows it literally: no markup, no control characters."""
+    return Text(inert(text))
+
+
+class SafeTable(Table):
+    """A rich Table whose string cells are shown literally (see `plain`)."""
+
+    def add_row(self, *cells: RenderableType | None, **options: Any) -> None:
+        safe = [plain(cell) if isinstance(cell, str) else cell for cell in cells]
+        super().add_row(*safe, **options)
+
+
+def new_table(title: str, headers: Sequence[str], left_columns: int | None = None) -> SafeTable:
     """A table with these headers; past `left_columns` (numbers) they align right."""
-    table = Table(title=title, title_justify="left")
+    table = SafeTable(title=plain(title), title_justify="left")
     for i, header in enumerate(headers):
         right = left_columns is not None and i >= left_columns
-        table.add_column(header, justify="right" if right else "left")
+        table.add_column(plain(header), justify="right" if right else "left")
     return table
 
 
@@ -26,7 +49,7 @@ def render_table(table: Table, notes: Sequence[str] = (), width: int = 120) -> s
     console = Console(file=buffer, width=width, no_color=True, highlight=False, soft_wrap=False)
     console.print(table)
     for note in notes:
-        console.print(note, soft_wrap=True)
+        console.print(plain(note), soft_wrap=True)
     # rich pads lines to the console width; trailing blanks only get in the way of a reader
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
 
