@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from ..analysis.compare import DEVICE, compare
 from ..core.result import Result
 from ..levers import label
+from .console.explain import explanation_lines
 from .rows import HEADERS, failures, row_cells
 from .text import inert
 
@@ -29,9 +30,22 @@ def markdown_report(results: Sequence[Result]) -> str:
             f"\n- {_cell(r.spec.workload)} on {_cell(r.spec.device)} "
             f"({_cell(label(r.spec))}): {_cell(r.status)}: {_cell(r.error)}"
         )
+    lines.extend(_explanations(results))
     lines.append(
         "\nit/s: median over timed its; 95% CI of the median (distribution-free); "
         "vs CPU: ratio of median samples/s with a bootstrap 95% CI, (n.s.) = not significant. "
         "Made by accelbench."
     )
     return "\n".join(lines) + "\n"
+
+
+def _explanations(results: Sequence[Result]) -> list[str]:
+    """A section for each profiled result: the console's explanation lines as a list."""
+    out = []
+    for r in results:
+        if r.facts.explanation is None:
+            continue
+        head = f"{r.spec.workload} on {r.spec.device} ({label(r.spec)})"
+        out.append(f"\n**Why: {_cell(head)}**\n")
+        out.extend(f"- {_cell(line)}" for line in explanation_lines(r))
+    return out

@@ -123,7 +123,9 @@ def _checked_profile(
     if profile is None:
         return None
     if any(c.spec.processes > 1 for c in configs):
-        raise UsageError("--profile profiles one process; it cannot run with --processes above 1")
+        raise UsageError(
+            "--profile profiles one process; it cannot run with --nproc-per-node above 1"
+        )
     if not profile.trace:
         return profile
     if len(configs) != 1:

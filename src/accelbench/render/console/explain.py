@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from ...core.explanation import IDLE, Explanation
 from ...core.result import Result
 from ...levers import label
-from ..text import format_seconds
+from ..text import format_seconds, inert
 
 __all__ = ["explanation_blocks", "explanation_lines"]
 
@@ -24,7 +24,9 @@ def explanation_blocks(results: Sequence[Result]) -> str:
         lines = explanation_lines(r)
         if lines:
             head = f"why: {r.spec.workload} {r.spec.device} {label(r.spec)}"
-            out.append("\n".join([head, *(f"  {line}" for line in lines)]) + "\n")
+            # stored strings (operator names, the caller's path) are shown, never interpreted
+            out.append("\n".join(inert(x) for x in [head, *(f"  {line}" for line in lines)]))
+            out.append("\n")
     return "".join(out)
 
 
