@@ -13,6 +13,8 @@ import contextlib
 import math
 import os
 import re
+import sys
+import tempfile
 import time
 import traceback
 import warnings
@@ -88,15 +90,15 @@ def _steps(measured_step_s: float | None) -> int:
 
 def _profile(prep: Runnable, device: Device, steps: int, trace: str) -> Profile:
     """torch.profiler over `steps` steps, after one profiled warm-up step for its own start."""
-    # Kineto prints its start, stop and a failed GPU count (on a CPU-only machine) to stderr
-    # unless told not to; it reads this when the profiler first starts in the process.
-    os.environ.setdefault("KINETO_LOG_LEVEL", "5")
     activity = device.profiler_activity
     activities = [torch.profiler.ProfilerActivity.CPU]
     if activity:
         activities.append(getattr(torch.profiler.ProfilerActivity, activity))
     schedule = torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1)
-    with torch.profiler.profile(activities=activities, schedule=schedule) as prof:
+    with (
+        _without_kineto_log(),
+        torch.profiler.profile(activities=activities, schedule=schedule) as prof,
+    ):
         prep.step()
         prof.step()
         device.synchronize()
@@ -111,6 +113,31 @@ def _profile(prep: Runnable, device: Device, steps: int, trace: str) -> Profile:
     if trace:
         prof.export_chrome_trace(trace)
     return _convert(prof.events(), activity.lower() or "host", steps, wall, device)
+
+
+# Kineto's own log lines ("USDT:2026-12-01 16:05:27 5118:5118 SyncActivityProfilerHandler.cpp:39]
+# profiler_start", a failed GPU count on a CPU-only machine), which no setting silences.
+_KINETO_LINE = re.compile(rb"^[A-Z]+:\d{4}-\d\d-\d\d [\d:]+ \d+:\d+ \w+\.cpp:\d+\]")
+
+
+@contextlib.contextmanager
+def _without_kineto_log() -> Iterator[None]:
+    """Hold back the process's stderr (file descriptor 2, where Kineto writes from C++) while
+    profiling, then pass on every line that is not Kineto's own."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            kept = [line for line in held if not _KINETO_LINE.match(line)]
+            if kept:
+                os.write(2, b"".join(kept))
 
 
 def _convert(events: Any, activity: str, steps: int, wall: float, device: Device) -> Profile:
