@@ -10,8 +10,8 @@ E="python3 -m accelbench explain --device cuda --mode train --db $DB --quiet"
 # seed 000's CNN, fp32 eager at batch 64: device busy under 50%; its CUDA graph well above
 timed seed_eager timeout 120 $E seed-cnn --batch-size 64 --trace $W/seed_eager.json
 timed seed_graph timeout 120 $E seed-cnn --batch-size 64 --cuda-graphs on
-# seed-cnn with a .item() in the step: the synchronization named
-timed seed_bf16 timeout 120 $E seed-cnn --batch-size 64 --precisions bf16
+# fp16 training: GradScaler reads found_inf on the host inside the step (a synchronization)
+timed seed_fp16 timeout 120 $E seed-cnn --batch-size 64 --precisions fp16
 # resnet50 training bf16 + channels_last at batch 256: device busy above 90%
 timed resnet timeout 180 $E resnet50 --batch-size 256 --precisions bf16 --memory-formats channels_last --max-time 5
 timed resnet_fp16 timeout 180 $E resnet50 --batch-size 256 --precisions fp16 --memory-formats channels_last --max-time 5
