@@ -86,8 +86,8 @@ class Explanation:
     figures are None and `notes` says why)."""
 
     activity: str
-    steps: int  # profiled steps
-    profiled_step_s: float  # wall time per profiled step, synchronized (profiler included)
+    steps: int  # profiled steps (in each pass: the device alone, then with the host)
+    profiled_step_s: float  # wall time per profiled step, synchronized (the lightest pass)
     measured_step_s: float | None  # the benchmark's median step: the shares' denominator
     device_busy_s: float | None  # union of kernel intervals per step
     kernels_per_step: float | None

@@ -89,16 +89,33 @@ def _steps(measured_step_s: float | None) -> int:
 
 
 def _profile(prep: Runnable, device: Device, steps: int, trace: str) -> Profile:
-    """torch.profiler over `steps` steps, after one profiled warm-up step for its own start."""
+    """Where PyTorch records the device's kernels, two passes of `steps` steps: the device's
+    activity alone (the host hardly slowed: the wall time and the kernels), then with the
+    host's operators (which kernels each launched, the runtime's calls). Else the host once."""
     activity = device.profiler_activity
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    if activity:
-        activities.append(getattr(torch.profiler.ProfilerActivity, activity))
+    host = torch.profiler.ProfilerActivity.CPU
+    if not activity:
+        events, wall = _record(prep, device, steps, [host], trace)
+        return _convert(events, None, "host", steps, wall, device)
+    on_device = getattr(torch.profiler.ProfilerActivity, activity)
+    alone, wall = _record(prep, device, steps, [on_device], "")
+    events, _ = _record(prep, device, steps, [host, on_device], trace)
+    return _convert(events, alone, activity.lower(), steps, wall, device)
+
+
+def _record(
+    prep: Runnable, device: Device, steps: int, activities: list[Any], trace: str
+) -> tuple[Any, float]:
+    """torch.profiler's events over `steps` steps, after one profiled warm-up step for the
+    profiler's own start; and the steps' wall time, synchronized at both ends."""
     schedule = torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1)
     with (
         _without_kineto_log(),
+        warnings.catch_warnings(),
         torch.profiler.profile(activities=activities, schedule=schedule) as prof,
     ):
+        # one cycle is all we record: the warning about cycles is not for us
+        warnings.filterwarnings("ignore", message=".*Profiler clears events")
         prep.step()
         prof.step()
         device.synchronize()
@@ -112,7 +129,7 @@ def _profile(prep: Runnable, device: Device, steps: int, trace: str) -> Profile:
         prof.step()
     if trace:
         prof.export_chrome_trace(trace)
-    return _convert(prof.events(), activity.lower() or "host", steps, wall, device)
+    return prof.events(), wall
 
 
 # Kineto's own log lines ("USDT:2026-12-01 16:05:27 5118:5118 SyncActivityProfilerHandler.cpp:39]
@@ -140,26 +157,45 @@ def _without_kineto_log() -> Iterator[None]:
                 os.write(2, b"".join(kept))
 
 
-def _convert(events: Any, activity: str, steps: int, wall: float, device: Device) -> Profile:
-    """torch's FunctionEvents as the neutral records analysis/explain reads (seconds)."""
+def _convert(
+    events: Any, alone: Any, activity: str, steps: int, wall: float, device: Device
+) -> Profile:
+    """torch's FunctionEvents as the neutral records analysis/explain reads (seconds); the
+    kernels come from the pass of the device's activity alone, where there was one."""
     cpu = torch.autograd.DeviceType.CPU
-    ops, kernels, runtime = [], [], []
+    ops, runtime = [], []
     for e in events:
         if e.device_type != cpu:
-            kernels.append(KernelEvent(e.name, e.time_range.start / 1e6, e.time_range.end / 1e6))
-        elif _is_runtime(e.name):
+            continue
+        if _is_runtime(e.name):
             runtime.append(RuntimeEvent(e.name, _name(e.cpu_parent)))
         elif not e.is_async and not _is_step_mark(e.name):
             ops.append(OpEvent(e.name, _outer(e), _host_s(e), _kernels(e)))
-    host_only = "" if activity != "host" else device.host_only_reason
+    kernels = None
+    if alone is not None:
+        kernels = tuple(
+            KernelEvent(e.name, e.time_range.start / 1e6, e.time_range.end / 1e6)
+            for e in alone
+            if e.device_type != cpu and not _is_annotation(e)
+        )
     return Profile(
         activity=activity,
         steps=steps,
         wall_s=wall,
         ops=tuple(ops),
-        kernels=tuple(kernels) if activity != "host" else None,
+        kernels=kernels,
         runtime=tuple(runtime),
-        host_only=host_only,
+        host_only=device.host_only_reason if kernels is None else "",
+    )
+
+
+def _is_annotation(event: Any) -> bool:
+    """A record_function range drawn on the device's timeline (ProfilerStep#3,
+    Optimizer.step#SGD.step): a span around kernels, not a kernel."""
+    return (
+        bool(getattr(event, "is_user_annotation", False))
+        or "#" in event.name
+        or (_is_step_mark(event.name))
     )
 
 

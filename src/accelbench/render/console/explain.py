@@ -55,9 +55,14 @@ def explanation_lines(r: Result) -> list[str]:
 
 
 def _profiled(found: Explanation) -> str:
+    passes = (
+        "the host's operators"
+        if found.activity == "host"
+        else f"{found.activity} activity alone for the times, again with the host's operators"
+    )
     text = (
-        f"profiled {found.steps} steps after the timed samples (no figure above comes from "
-        f"them), {found.activity} activity: {format_seconds(found.profiled_step_s)} a step"
+        f"profiled {found.steps} steps after the timed samples ({passes}; no figure above "
+        f"comes from them): {format_seconds(found.profiled_step_s)} a step"
     )
     measured = found.measured_step_s
     if not measured:
@@ -105,7 +110,8 @@ def _tops(found: Explanation) -> list[str]:
         f"({(o.device_s if on_device else o.host_s) / step:.0%})"
         for o in found.top_operators[:SHOWN]
     ]
-    lines = [f"top operators ({'device' if on_device else 'host'} time a step): " + ", ".join(ops)]
+    listed = ", ".join(ops) or "no operator launched them (a captured graph replays its kernels)"
+    lines = [f"top operators ({'device' if on_device else 'host'} time a step): {listed}"]
     if found.top_kernels:
         kernels = [
             f"{_short(k.name)} {format_seconds(k.device_s)} ({k.device_s / step:.0%})"
