@@ -55,7 +55,8 @@ def run_config(
     probe: bool = True,
     drift: bool = False,
 ) -> Result:
-    """Measure one configuration. Unsupported, OOM or a crash come back as a failed Result.
+    """Measure one configuration. Unsupported, a model that cannot take its inputs
+    (`Workload.check`), OOM or a crash come back as a failed Result.
 
     With `probe`, the configuration is timed again briefly at a quarter of the batch, which
     the bottleneck verdict needs; power is read around the timed blocks where the device can.
@@ -67,6 +68,7 @@ def run_config(
     if reason:
         return replace(base, status="unsupported", error=reason)
     try:
+        workload.check()  # the model's code first runs here: in the worker, under its timeout
         with device.context():
             timed = _time(spec, workload, device, stop, on_block, drift or checks_drift(spec))
             started = time.perf_counter()
