@@ -13,7 +13,7 @@ from ..core import metrics as keys
 from ..core.metrics import Overhead, Probe
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
-from ..devices import OUT_OF_MEMORY, Device, MemoryReading
+from ..devices import Device, MemoryReading, is_out_of_memory
 from ..devices.fingerprint import fingerprint
 from ..devices.power import PowerMeter
 from ..errors import one_line
@@ -74,10 +74,9 @@ def run_config(
             started = time.perf_counter()
             probed = _probe(spec, workload, device) if probe else {}
             probe_s = time.perf_counter() - started if probe else None
-    except OUT_OF_MEMORY as exc:
-        return replace(base, status="oom", error=one_line(exc))
     except Exception as exc:  # a failure is data: the sweep goes on
-        return replace(base, error=one_line(exc))
+        status = "oom" if is_out_of_memory(exc) else "error"
+        return replace(base, status=status, error=one_line(exc))
     # The measurement stands whatever happens below: derived figures only add to it.
     power = _power(timed.meter, timed.measurement, spec)
     metrics = {
