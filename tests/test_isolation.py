@@ -142,7 +142,9 @@ def test_a_bad_shape_is_the_configurations_error_in_one_line(tmp_path):
     assert "rejects inputs of shape 2x5: RuntimeError" in (result.error or "")
 
 
-@pytest.mark.parametrize("returned, said", [("None", "returned None"), ("(x,)", "returned a tuple")])
+@pytest.mark.parametrize(
+    "returned, said", [("None", "returned None"), ("(x,)", "returned a tuple")]
+)
 def test_a_forward_that_returns_no_tensor_is_named_in_one_line(tmp_path, returned, said):
     path = tmp_path / "none.py"
     path.write_text(
