@@ -109,8 +109,8 @@ def test_a_workload_factory_is_used_as_it_is(models):
     ],
 )
 def test_bad_custom_models_fail_in_one_clear_line(models, ref, options, message):
-    with pytest.raises(WorkloadError) as caught:
-        load_custom(ref.format(models=models), options)
+    with pytest.raises(WorkloadError) as caught:  # loading, or the check the worker makes
+        load_custom(ref.format(models=models), options).check()
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
 

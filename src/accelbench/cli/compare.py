@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from .options import Commands, add_filters, add_output_options, filters, fraction
+from .options import Commands, add_filters, add_output_options, filters, fraction, result_id
 from .output import db_path, emit_json, result_json, width
 
 if TYPE_CHECKING:
@@ -113,8 +113,8 @@ def _run(store: Store, ref: str) -> list[Result]:
     """The results of a RUN: a result id, or a sweep id."""
     from ..store.db import Filters
 
-    # Sweep ids are 12 hex digits; a result id is a shorter number.
-    chosen = Filters(id=int(ref)) if ref.isdigit() and len(ref) < 12 else Filters(sweep=ref)
+    number = result_id(ref)
+    chosen = Filters(sweep=ref) if number is None else Filters(id=number)
     results = store.results(chosen)
     if not results:
         raise UsageError(f"no stored result or sweep {ref!r}; see `accelbench results`")

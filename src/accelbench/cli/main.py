@@ -3,13 +3,20 @@ exit codes.
 
 Only argparse and torch-free modules load at import time, so `accelbench --help` is instant;
 each handler imports what it needs. An AccelbenchError becomes one line on stderr and exit 2.
+Ctrl-C (exit 130) and SIGTERM (exit 143) end the running worker's process group on the way out
+and keep what is stored; a reader that closes the pipe (`| head`) ends the command quietly.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from types import FrameType
 from typing import Any
 
 from ..core.version import __version__
@@ -28,6 +35,9 @@ from . import (
     workloads,
 )
 
+# As a shell reports a command that a signal ended: 128 + SIGTERM, 128 + SIGPIPE.
+EXIT_TERMINATED = 143
+EXIT_CLOSED_PIPE = 141
 # In the order `accelbench --help` lists them; each adds its subparser(s) and their handlers.
 COMMANDS = (
     run,
@@ -65,18 +75,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread wherever it is, so that the clean-up Ctrl-C gets runs
+    too (the worker's process group ended, the database closed). Not an Exception: code that
+    turns failures into results must not catch it."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        # Building the parser loads the lever registry, plugins included: a broken plugin is
-        # the user's error, said in one line.
-        args = build_parser().parse_args(argv)
-        return int(args.handler(args))
+        with _sigterm_raises():
+            # Building the parser loads the lever registry, plugins included: a broken plugin
+            # is the user's error, said in one line.
+            args = build_parser().parse_args(argv)
+            code = int(args.handler(args))
+            sys.stdout.flush()  # a closed pipe shows here, where it is caught, not at exit
+            return code
     except AccelbenchError as exc:
         print(f"accelbench: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("accelbench: interrupted; results already stored are kept", file=sys.stderr)
         return 130
+    except Terminated:
+        print("accelbench: terminated; results already stored are kept", file=sys.stderr)
+        return EXIT_TERMINATED
+    except BrokenPipeError:
+        # The reader stopped reading (`results --json | head`): there is no one to tell.
+        # Python flushes stdout again at exit; pointed at /dev/null, that cannot fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLOSED_PIPE
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises Terminated for the duration (signals reach the main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the clean-up short
+    raise Terminated
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ __all__ = [
     "model_options",
     "points",
     "positive",
+    "result_id",
     "seconds",
     "share",
     "workload_ref",
@@ -124,6 +125,14 @@ def positive(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
     return value
+
+
+def result_id(text: str) -> int | None:
+    """A result's id ('12') as a number; None for anything else, a sweep id included (12 hex
+    digits, which may all be digits). ASCII digits only: str.isdigit takes '²', int() not."""
+    if text.isascii() and text.isdigit() and len(text) < 12:
+        return int(text)
+    return None
 
 
 class OneOf:

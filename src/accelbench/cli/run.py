@@ -131,7 +131,9 @@ def add_timing(timing: argparse._ArgumentGroup) -> None:
         type=seconds,
         default=900.0,
         metavar="S",
-        help="give up on one configuration after S seconds (default: 900)",
+        help="give up on one configuration S seconds after its worker is ready (default: "
+        "900): loading, building, checking and timing the model count; starting the worker "
+        "(interpreter, imports) has its own limit, the longer of 60 s and S",
     )
 
 
@@ -186,7 +188,8 @@ def request_from(args: argparse.Namespace) -> BenchmarkRequest:
     from ..workflows.benchmark import BenchmarkRequest
     from ..workloads import WorkloadRef
 
-    refs = [WorkloadRef(name) for name in args.workloads]
+    # A name given twice is one workload, as a device or a list option given twice is.
+    refs = [WorkloadRef(name) for name in dict.fromkeys(args.workloads)]
     if args.model:
         refs.append(WorkloadRef(args.model, model_options(args)))
     elif args.input_shape or args.num_classes or args.vocab_size:

@@ -20,7 +20,24 @@ from .host import (
 from .kinds import HOST_DEVICE
 from .power import PowerMeter, PowermetricsPower, RaplPower
 
-__all__ = ["CpuBackend"]
+__all__ = ["CpuBackend", "cpu_allocator_ran_out"]
+
+# PyTorch's CPU allocator has no exception type of its own: it raises a RuntimeError such as
+# "[enforce fail at alloc_cpu.cpp:127] ... DefaultCPUAllocator: can't allocate memory: you tried
+# to allocate N bytes" ("not enough memory" on Windows). These words are what gives it away.
+CPU_ALLOCATOR_FAILURES = (
+    "DefaultCPUAllocator",
+    "alloc_cpu.cpp",
+    "can't allocate memory",
+    "not enough memory",
+)
+
+
+def cpu_allocator_ran_out(exc: BaseException) -> bool:
+    """Whether `exc` is the CPU allocator's (or Python's own) failure to find memory."""
+    if isinstance(exc, MemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and any(w in str(exc) for w in CPU_ALLOCATOR_FAILURES)
 
 
 class CpuBackend(DeviceBackend):

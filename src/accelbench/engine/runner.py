@@ -14,7 +14,7 @@ from ..core.explanation import ProfileRequest
 from ..core.metrics import Overhead, Probe
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
-from ..devices import OUT_OF_MEMORY, Device, MemoryReading
+from ..devices import Device, MemoryReading, is_out_of_memory
 from ..devices.fingerprint import fingerprint
 from ..devices.power import PowerMeter
 from ..errors import one_line
@@ -58,7 +58,8 @@ def run_config(
     drift: bool = False,
     profile: ProfileRequest | None = None,
 ) -> Result:
-    """Measure one configuration. Unsupported, OOM or a crash come back as a failed Result.
+    """Measure one configuration. Unsupported, a model that cannot take its inputs
+    (`Workload.check`), OOM or a crash come back as a failed Result.
 
     With `probe`, the configuration is timed again briefly at a quarter of the batch, which
     the bottleneck verdict needs; power is read around the timed blocks where the device can.
@@ -71,16 +72,16 @@ def run_config(
     if reason:
         return replace(base, status="unsupported", error=reason)
     try:
+        workload.check()  # the model's code first runs here: in the worker, under its timeout
         with device.context():
             check_drift = drift or checks_drift(spec)
             timed = _time(spec, workload, device, stop, on_block, check_drift, profile)
             started = time.perf_counter()
             probed = _probe(spec, workload, device) if probe else {}
             probe_s = time.perf_counter() - started if probe else None
-    except OUT_OF_MEMORY as exc:
-        return replace(base, status="oom", error=one_line(exc))
     except Exception as exc:  # a failure is data: the sweep goes on
-        return replace(base, error=one_line(exc))
+        status = "oom" if is_out_of_memory(exc) else "error"
+        return replace(base, status=status, error=one_line(exc))
     # The measurement stands whatever happens below: derived figures only add to it.
     power = _power(timed.meter, timed.measurement, spec)
     metrics = {

@@ -4,7 +4,10 @@ Isolation is what lets a sweep survive its configurations: an OOM that poisons t
 context, a segfault in a kernel, a hang in a compiler, or global switches (TF32, thread counts)
 end with that process. The worker streams block timings back for the progress bar and sends
 its Result at the end; the parent turns silence past the deadline into a "timeout" result and
-an early death into an "error" result, and never leaves the process behind.
+an early death into an "error" result, and never leaves the process behind. The deadline runs
+from the worker's "ready" (its imports done), under a start-up limit of its own, so a loaded
+machine's slow start does not eat a configuration's time. A worker whose parent dies (kill -9
+cannot be caught) ends itself and everything it started: the parent's end of the pipe closes.
 
 On Linux the workers are forked from a fork server that has imported torch and accelbench's
 runner once, so a configuration does not pay for those imports again (seconds each); the server
@@ -16,8 +19,10 @@ its seconds went (`core.metrics.Overhead`).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import multiprocessing
 import os
+import select
 import signal
 import sys
 import threading
@@ -53,6 +58,11 @@ PRELOAD = (
     "accelbench.cli.main",
 )
 _SERVER_LOCK = threading.Lock()
+# A worker's interpreter start and imports are not the configuration's: they have their own
+# limit, this or the configuration's --timeout, whichever is longer.
+START_LIMIT_S = 60.0
+PARENT_POLL_S = 0.5  # how often a worker looks for its parent where a closed pipe cannot say
+_PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h): a signal for when the parent dies
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,7 @@ class _Job:
     drift: bool
     sent: float  # the parent's time.time() at the call, for the worker's start-up time
     environment: dict[str, str]  # the parent's, now: a forked worker has the server's
+    parent: int  # the parent's pid: a forked worker's own parent is the fork server
     profile: ProfileRequest | None = None  # profile a few steps after the samples
 
 
@@ -81,7 +92,8 @@ def run_isolated(
     drift: bool = False,
     profile: ProfileRequest | None = None,
 ) -> Result:
-    """Run `spec` in a fresh process; give up after `timeout` seconds.
+    """Run `spec` in a fresh process; give up `timeout` seconds after it is ready (its
+    interpreter started and imports done; the start itself may take max(START_LIMIT_S, timeout)).
 
     With `spec.processes` > 1 the worker launches the data-parallel ranks (`launch` says where);
     the time limit covers them, and they are stopped with the worker.
@@ -143,43 +155,50 @@ def _run_isolated(
     context = _context()
     receiver, sender = context.Pipe(duplex=False)
     launch = launch or Launch(timeout=timeout)
-    job = _Job(spec, ref, stop, probe, launch, drift, time.time(), dict(os.environ), profile)
+    environment = dict(os.environ)
+    job = _Job(
+        spec, ref, stop, probe, launch, drift, time.time(), environment, os.getpid(), profile
+    )
     process = context.Process(target=_worker, args=(sender, job), daemon=False)
     process.start()
     sender.close()  # so the parent sees EOF when the child dies
-    failed = Result(
-        spec=spec,
-        status="error",
-    )
-    result: Result | str | None = "interrupted"
+    outcome: Result | str | None = "interrupted"
     try:
-        result = _wait(receiver, process, time.monotonic() + timeout, on_block)
+        outcome = _wait(receiver, process, timeout, on_block)
     finally:
         # A worker that sent its result is exiting: let it. Any other is stopped now.
-        _end(process, grace=10 if isinstance(result, Result) else 0)
-    if result == "timeout":
-        return replace(
-            failed,
-            status="timeout",
-            error=f"no result within --timeout {timeout:g} s; the worker was stopped",
+        _end(process, grace=10 if isinstance(outcome, Result) else 0)
+    if isinstance(outcome, Result):
+        return outcome
+    status = "error" if outcome is None else "timeout"
+    return Result(spec=spec, status=status, error=_failure(outcome, timeout, process.exitcode))
+
+
+def _failure(outcome: str | None, timeout: float, exitcode: int | None) -> str:
+    """Why there is no result: a worker that died (None), or one that ran out of time."""
+    if outcome is None:
+        return f"the worker process died ({_exit_reason(exitcode)})"
+    if outcome == "not started":
+        return (
+            f"the worker did not start within {max(START_LIMIT_S, timeout):g} s (its "
+            "interpreter and imports); it was stopped"
         )
-    if result is None:
-        return replace(failed, error=f"the worker process died ({_exit_reason(process.exitcode)})")
-    assert isinstance(result, Result)
-    return result
+    return f"no result within --timeout {timeout:g} s; the worker was stopped"
 
 
 def _wait(
     receiver: Connection,
     process: Any,
-    deadline: float,
+    timeout: float,
     on_block: Callable[[int, float], None] | None,
 ) -> Result | str | None:
-    """The worker's Result, "timeout", or None when it died without one."""
+    """The worker's Result; "timeout", or "not started" when it was not even ready in time;
+    or None when it died without one. The configuration's clock starts at its "ready"."""
+    deadline, ready = time.monotonic() + max(START_LIMIT_S, timeout), False
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            return "timeout"
+            return "timeout" if ready else "not started"
         if not receiver.poll(min(remaining, 0.5)):
             if not process.is_alive() and not receiver.poll():
                 return None
@@ -188,7 +207,9 @@ def _wait(
             message = receiver.recv()
         except EOFError:
             return None
-        if message[0] == "block" and on_block is not None:
+        if message[0] == "ready":
+            deadline, ready = time.monotonic() + timeout, True
+        elif message[0] == "block" and on_block is not None:
             on_block(message[1], message[2])
         elif message[0] == "result":
             return message[1]
@@ -224,12 +245,13 @@ def _worker(sender: Connection, job: _Job) -> None:
 
     with contextlib.suppress(AttributeError, PermissionError):
         os.setsid()  # lead a process group, so the parent can end everything this starts
+    _die_with_parent(sender, job.parent)
     overhead = {"start_s": max(0.0, begun - job.sent)}
     try:
         result = _run(sender, job, overhead)
     except Exception as exc:  # even loading failed: still a result, never a lost config
         result = Result(spec=job.spec, status="error", error=one_line(exc))
-    sender.send(("result", replace(result, metrics=Overhead.add(result.metrics, **overhead))))
+    _send(sender, ("result", replace(result, metrics=Overhead.add(result.metrics, **overhead))))
     sender.close()
 
 
@@ -241,6 +263,7 @@ def _run(sender: Connection, job: _Job, overhead: dict[str, float]) -> Result:
     from ..workloads import load_workload
     from .runner import run_config
 
+    _send(sender, ("ready",))  # the configuration's time limit starts now: the user's code next
     if job.spec.processes > 1:
         from .dist import run_data_parallel
 
@@ -257,8 +280,63 @@ def _run(sender: Connection, job: _Job, overhead: dict[str, float]) -> Result:
         probe=job.probe,
         drift=job.drift,
         profile=job.profile,
-        on_block=lambda i, s: sender.send(("block", i, s)),
+        on_block=lambda i, s: _send(sender, ("block", i, s)),
     )
+
+
+def _send(sender: Connection, message: tuple[Any, ...]) -> None:
+    """Send to the parent; if it is gone, nobody will read this or anything after: end quietly
+    (a BrokenPipeError traceback on the terminal of a killed sweep helps no one)."""
+    try:
+        sender.send(message)
+    except (BrokenPipeError, ConnectionResetError):
+        _end_orphan()
+
+
+def _die_with_parent(sender: Connection, parent: int) -> None:
+    """End this worker and all it started when its parent dies, however it dies.
+
+    The parent ends its worker itself, unless it is killed with SIGKILL. Then the kernel's
+    parent-death signal (Linux) covers a spawned worker, whose parent it is, but not a forked
+    one: its parent is the fork server, which the worker keeps alive by holding the server's
+    pipe. So a thread also watches the parent: its end of our pipe closes when it dies (a zombie
+    parent still has a pid), and its pid is looked at too, where a closed pipe cannot be seen."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    # Our own copy of the pipe's end: the watch must outlive `sender`'s close at the end.
+    watched = os.dup(sender.fileno())
+    threading.Thread(target=_watch, args=(watched, parent), daemon=True).start()
+
+
+def _watch(fd: int, parent: int) -> None:
+    """Return never: end this worker once its parent is gone."""
+    poller = select.poll() if hasattr(select, "poll") else None
+    if poller is not None:
+        poller.register(fd, 0)  # no events asked: POLLERR (no reader left) is reported anyway
+    while True:
+        if poller is None:
+            time.sleep(PARENT_POLL_S)
+        elif poller.poll(PARENT_POLL_S * 1000):
+            break  # the parent's end of the pipe closed: it has died
+        if not _alive(parent):
+            break
+    _end_orphan()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):  # gone; or gone, its pid now another's
+        return False
+    return True
+
+
+def _end_orphan() -> None:
+    """The parent is gone: end this worker's process group (it and whatever it started)."""
+    if os.getpgrp() == os.getpid():  # setsid took: the group is ours alone
+        os.killpg(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _adopt(environment: dict[str, str]) -> None:

@@ -93,7 +93,8 @@ def export_model(
 ) -> list[ExportReport]:
     """Export to each target in turn; files appear whole or not at all."""
     if not out_dir.is_dir():
-        raise UsageError(f"cannot write to {out_dir}: no such directory")
+        what = "is a file, not a directory" if out_dir.exists() else "no such directory"
+        raise UsageError(f"cannot write to {out_dir}: {what}")
     model = exportable(workload, precision, batch, dynamic_batch)
     stem = workload.name.replace("/", "_").replace(":", "_")
     return [exporters[t](model, out_dir / stem) for t in targets]

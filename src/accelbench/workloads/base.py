@@ -52,6 +52,13 @@ class Workload(ABC):
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
+    def check(self) -> None:
+        """Fail in one clear line when the model cannot take the inputs; nothing to check here.
+
+        The runner calls it in the worker process, before anything is timed: checking runs
+        the user's code, which may hang, exit or crash, and must end only its configuration."""
+        return None  # a built-in or a Workload of the user's own: its parts say what it takes
+
     @property
     def images(self) -> bool:
         """Whether inputs are NCHW images (so channels_last applies)."""

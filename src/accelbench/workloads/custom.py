@@ -50,7 +50,8 @@ def parse_shape(text: str) -> tuple[int, ...]:
 
 
 def load_custom(ref: str, options: ModelOptions) -> Workload:
-    """The workload for `ref`, checked: it imports, and the model takes the inputs."""
+    """The workload for `ref`, checked as far as it can be without calling the model: it
+    imports, its factory returns a Workload or an nn.Module, and the options fit."""
     factory = _load_factory(ref)
     try:
         made = factory()
@@ -60,9 +61,8 @@ def load_custom(ref: str, options: ModelOptions) -> Workload:
         made.name = made.name or ref
         return made
     if isinstance(made, nn.Module):
-        workload = ModuleWorkload(ref, factory, options)
-        workload.check(made)
-        return workload
+        # Its forward is not called here: `check` does that in the worker, under the timeout.
+        return ModuleWorkload(ref, factory, options)
     raise WorkloadError(
         f"{ref} returned a {type(made).__name__}; it must return an accelbench Workload "
         "or a torch.nn.Module"
@@ -153,18 +153,25 @@ class ModuleWorkload(Workload):
     def images(self) -> bool:
         return len(self.input_shape) == 3 and not self.options.vocab_size
 
-    def check(self, model: nn.Module) -> None:
-        """Run two samples through the model on the CPU, so a bad shape fails here, clearly."""
+    def check(self) -> None:
+        """Run two samples through a fresh model on the CPU, so that a bad shape or output
+        fails before timing, clearly. It runs the user's code: the worker calls it."""
         shape = "x".join(map(str, (2, *self.input_shape)))
         try:  # making the inputs fails too when the shape is too large to allocate
             inputs, _ = self.make_batch(torch.Generator().manual_seed(0), 2)
             with torch.no_grad():
-                out = self.forward(model.eval(), inputs)
+                out = self.forward(self.build_model().eval(), inputs)
         except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             raise WorkloadError(
                 f"{self.name} rejects inputs of shape {shape}: {type(exc).__name__}: {first}"
             ) from None
+        if not isinstance(out, torch.Tensor):
+            what = "None" if out is None else f"a {type(out).__name__}"
+            raise WorkloadError(
+                f"{self.name} returned {what} for inputs of shape {shape}; its forward must "
+                "return one tensor (the model's output)"
+            )
         if self.num_classes is not None and tuple(out.shape) != (2, self.num_classes):
             raise WorkloadError(
                 f"{self.name} gives outputs of shape {tuple(out.shape)} for {shape} inputs; "
