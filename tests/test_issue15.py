@@ -1,0 +1,94 @@
+"""Issue 15, items 2, 8, 10, 11 and 14: verify's paired accuracy test, compare's device column,
+a quiet export into a new folder, read-only commands without torch, results as CSV."""
+
+from __future__ import annotations
+
+import pytest
+
+from accelbench.analysis.paired import UNDETERMINED, WITHIN, WORSE, PairedAccuracy, paired_accuracy
+from accelbench.core.result import Result, RunSpec
+from accelbench.render.console import verify_table
+from accelbench.workflows.verify import Settings, judge_against_baseline
+
+# --- item 2: verify judges accuracy with a paired, one-sided test --------------------------
+
+
+def _verify_run(device: str, correct: str, precision: str = "fp32") -> Result:
+    facts = {
+        "loss_curve": [2.3, 0.6, 0.2],
+        "accuracy": correct.count("1") / len(correct),
+        "held_out_correct": correct,
+    }
+    spec = RunSpec("w", device, 32, 44, precision=precision)
+    return Result(spec=spec, status="ok", metrics={"verify": facts})
+
+
+def _pair(both: int, base_only: int, run_only: int, neither: int) -> tuple[str, str]:
+    """Per-image results of a baseline and a run with these 2x2 cells."""
+    base = "1" * both + "1" * base_only + "0" * run_only + "0" * neither
+    run = "1" * both + "0" * base_only + "1" * run_only + "0" * neither
+    return base, run
+
+
+def _verdict(base_only: int, run_only: int, both: int = 330, neither: int = 20) -> dict:
+    base, run = _pair(both, base_only, run_only, neither)
+    baseline = _verify_run("cpu", base)
+    judged = judge_against_baseline(_verify_run("cuda:0", run, "bf16"), baseline, Settings())
+    return judged.metrics["verify"]
+
+
+def test_the_paired_interval_matches_newcombes_hybrid_score_interval():
+    # Fagerland, Lydersen and Laake (2013), Bentur et al.'s 21 pairs (1, 1, 7, 12): the
+    # difference -0.286 and Newcombe's interval -0.502 to -0.036.
+    table = PairedAccuracy(both=1, candidate_only=1, reference_only=7, neither=12)
+    low, high = table.interval()
+    assert table.difference == pytest.approx(-6 / 21)
+    assert (round(low, 3), round(high, 3)) == (-0.502, -0.036)
+    # identical runs: a narrow interval around 0, not a point
+    same = paired_accuracy("1" * 340 + "0" * 20, "1" * 340 + "0" * 20)
+    assert same.interval()[0] < 0 < same.interval()[1] and same.judge(0.02) == WITHIN
+
+
+def test_a_more_accurate_run_never_diverges():
+    # the issue's case: +2.2 points (8 images) beyond a 2-point tolerance
+    better = _verdict(base_only=1, run_only=9)
+    assert better["accuracy_diff_points"] == pytest.approx(800 / 360)
+    assert better["verdict"] == "ok" and "reasons" not in better
+    assert better["accuracy_note"] == "+2.2 points, 95% CI +0.5 to +4.3: within tolerance"
+    for run_only in (15, 30):  # far better: still never a divergence
+        assert _verdict(base_only=0, run_only=run_only, neither=30 - run_only)["verdict"] == "ok"
+
+
+def test_a_significantly_worse_run_diverges_and_says_the_interval():
+    worse = _verdict(base_only=12, run_only=1, neither=17)
+    assert worse["accuracy_judgement"] == WORSE and worse["verdict"] == "diverges"
+    assert worse["paired"] == pytest.approx(
+        {
+            "images": 360,
+            "reference_only": 12,
+            "candidate_only": 1,
+            "ci95_low_points": worse["paired"]["ci95_low_points"],
+            "ci95_high_points": worse["paired"]["ci95_high_points"],
+        }
+    )
+    assert worse["paired"]["ci95_high_points"] < 0
+    assert worse["reasons"][0].startswith("held-out accuracy worse: -3.1 points, 95% CI -5.")
+    base, run = _pair(330, 12, 1, 17)
+    rows = [
+        judge_against_baseline(_verify_run("cpu", base), _verify_run("cpu", base), Settings()),
+        judge_against_baseline(_verify_run("cuda:0", run), _verify_run("cpu", base), Settings()),
+    ]
+    table = verify_table(rows, width=400)
+    assert "-3.1 points [-5." in table and "DIVERGES: held-out accuracy worse" in table
+
+
+def test_a_small_sample_tie_is_undetermined_not_a_divergence():
+    tie = _verdict(base_only=2, run_only=2, both=36, neither=0)  # 40 images
+    assert tie["accuracy_judgement"] == UNDETERMINED and tie["verdict"] == "undetermined"
+    assert "reasons" not in tie
+    assert tie["accuracy_note"].startswith("undetermined: +0.0 points, 95% CI -")
+    assert "40 held-out images cannot tell whether it is worse by 2 points" in tie["accuracy_note"]
+    # 5 points worse (2 of 40 images): not significant, so still not a divergence
+    assert _verdict(base_only=3, run_only=1, both=36, neither=0)["verdict"] == "undetermined"
+    # 360 images that disagree on 8 each way cannot rule out a 2-point drop either
+    assert _verdict(base_only=8, run_only=8)["verdict"] == "undetermined"
