@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from accelbench.analysis.compare import BASE_DIMENSIONS, compare
 from accelbench.analysis.paired import UNDETERMINED, WITHIN, WORSE, PairedAccuracy, paired_accuracy
 from accelbench.core.result import Result, RunSpec
-from accelbench.render.console import verify_table
+from accelbench.core.stats import Measurement
+from accelbench.render.console import compare_table, verify_table
 from accelbench.workflows.verify import Settings, judge_against_baseline
 
 # --- item 2: verify judges accuracy with a paired, one-sided test --------------------------
@@ -92,3 +94,40 @@ def test_a_small_sample_tie_is_undetermined_not_a_divergence():
     assert _verdict(base_only=3, run_only=1, both=36, neither=0)["verdict"] == "undetermined"
     # 360 images that disagree on 8 each way cannot rule out a 2-point drop either
     assert _verdict(base_only=8, run_only=8)["verdict"] == "undetermined"
+
+
+# --- item 8: compare's rows name their device --------------------------------------------
+
+
+def _timed(device: str, machine: str, seconds: float) -> Result:
+    samples = tuple(seconds * (1 + 0.01 * i) for i in range(10))
+    return Result(
+        spec=RunSpec("seed-cnn", device, 64, 20),
+        status="ok",
+        measurement=Measurement(samples),
+        environment={"host": machine, "machine": machine},
+    )
+
+
+def test_compare_by_machine_tells_a_gpu_row_from_a_cpu_row_of_one_machine():
+    results = [
+        _timed("cuda:0", "vm-64b467", 0.05),
+        _timed("cpu", "vm-64b467", 2.0),
+        _timed("cpu", "laptop", 1.0),
+    ]
+    table = compare_table(compare(results, BASE_DIMENSIONS["machine"]), width=200)
+    header = next(line for line in table.splitlines() if "workload" in line)
+    assert [cell.strip() for cell in header.strip("┃").split("┃")][:4] == [
+        "workload",
+        "device",
+        "configuration",
+        "machine",
+    ]
+    rows = [line for line in table.splitlines() if "seed-cnn" in line]
+    assert len(rows) == 3
+    assert sum("│ cuda:0 " in row for row in rows) == 1
+    assert sum("│ cpu " in row for row in rows) == 2
+    # compared by device, the compared column names the device: no second device column
+    by_device = compare_table(compare(results, BASE_DIMENSIONS["device"]), width=200)
+    header = next(line for line in by_device.splitlines() if "workload" in line)
+    assert [cell.strip() for cell in header.strip("┃").split("┃")].count("device") == 1
