@@ -3,14 +3,21 @@ a quiet export into a new folder, read-only commands without torch, results as C
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
 from accelbench.analysis.compare import BASE_DIMENSIONS, compare
 from accelbench.analysis.paired import UNDETERMINED, WITHIN, WORSE, PairedAccuracy, paired_accuracy
+from accelbench.cli.main import main
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
+from accelbench.exporters import ExportReport, library_output
 from accelbench.render.console import compare_table, verify_table
 from accelbench.workflows.verify import Settings, judge_against_baseline
+
+from .conftest import run_cli
 
 # --- item 2: verify judges accuracy with a paired, one-sided test --------------------------
 
@@ -131,3 +138,48 @@ def test_compare_by_machine_tells_a_gpu_row_from_a_cpu_row_of_one_machine():
     by_device = compare_table(compare(results, BASE_DIMENSIONS["device"]), width=200)
     header = next(line for line in by_device.splitlines() if "workload" in line)
     assert [cell.strip() for cell in header.strip("┃").split("┃")].count("device") == 1
+
+
+# --- item 10: export makes its folder, and keeps the libraries' chatter off the terminal ---
+
+
+def test_export_creates_a_new_folder_and_prints_only_its_own_table(tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("coremltools")
+    out_dir = tmp_path / "new" / "nested"
+    out = run_cli("export", "mlp", "--to", "onnx,coreml", "--out", str(out_dir))
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in out_dir.iterdir()) == ["mlp.fp32.mlpackage", "mlp.fp32.onnx"]
+    assert out.stderr == ""  # no "Failed to load _MLModelProxy", version warnings or bars
+    assert "Failed to load" not in out.stdout and "%|" not in out.stdout
+    assert "ok: max relative error" in out.stdout
+
+
+def test_library_output_is_caught_below_python_and_shown_when_verbose(capfd, monkeypatch):
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    with library_output(verbose=False) as hidden:
+        assert os.environ["TQDM_DISABLE"] == "1"  # tqdm draws no bar at all
+        os.write(2, b"Failed to load _MLModelProxy\n")  # as C code prints it
+        print("a progress bar", file=sys.stderr)
+        print("a banner")
+    assert hidden == ["Failed to load _MLModelProxy", "a progress bar", "a banner"]
+    assert capfd.readouterr() == ("", "")
+    with library_output(verbose=True) as shown:
+        os.write(2, b"shown\n")
+    assert shown == [] and capfd.readouterr().err == "shown\n"
+    assert "TQDM_DISABLE" not in os.environ  # as it was
+
+
+def test_a_failed_validation_stays_on_the_terminal(tmp_path, monkeypatch, capfd):
+    def failing(model, stem):
+        os.write(2, b"converter noise\n")
+        report = ExportReport("onnx", str(stem) + ".onnx")
+        report.validation = {"ok": False, "error": "ONNX Runtime cannot run it: boom"}
+        return report
+
+    monkeypatch.setattr("accelbench.exporters.onnx.export_onnx", failing)
+    assert main(["export", "mlp", "--to", "onnx", "--out", str(tmp_path / "x")]) == 1
+    out, err = capfd.readouterr()
+    assert "FAILED: ONNX Runtime cannot run it: boom" in out
+    assert "converter noise" not in out + err
+    assert "the exporting libraries printed 1 line(s): --verbose shows them" in err
