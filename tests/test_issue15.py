@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 
 import pytest
 
@@ -15,6 +16,7 @@ from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.exporters import ExportReport, library_output
 from accelbench.render.console import compare_table, verify_table
+from accelbench.store.db import Store
 from accelbench.workflows.verify import Settings, judge_against_baseline
 
 from .conftest import run_cli
@@ -183,3 +185,91 @@ def test_a_failed_validation_stays_on_the_terminal(tmp_path, monkeypatch, capfd)
     assert "FAILED: ONNX Runtime cannot run it: boom" in out
     assert "converter noise" not in out + err
     assert "the exporting libraries printed 1 line(s): --verbose shows them" in err
+
+
+# --- item 11: commands that only read the store import no torch, and `results` is quick ---
+
+READ_ONLY = textwrap.dedent(
+    """
+    import contextlib, io, json, sys
+    from accelbench.cli.main import main
+
+    codes = []
+    for argv in json.loads(sys.argv[1]):
+        with contextlib.redirect_stdout(io.StringIO()):
+            codes.append(main(argv))
+    heavy = ("torch", "transformers", "coremltools", "onnx", "onnxruntime", "numpy", "scipy")
+    print(json.dumps({"codes": codes, "loaded": [m for m in heavy if m in sys.modules]}))
+    """
+)
+
+
+def _loaded_by(*argvs: list[str]) -> dict:
+    import json
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", READ_ONLY, json.dumps(argvs)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.fixture
+def small_db(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        for device, seconds in (("cpu", 1.0), ("cuda:0", 0.1), ("cpu", 0.9)):
+            store.save(_timed(device, "vm-1", seconds))
+        base, run = _pair(330, 2, 3, 25)
+        store.save(
+            judge_against_baseline(_verify_run("cpu", run), _verify_run("cpu", base), Settings())
+        )
+    return str(db)
+
+
+def test_reading_the_store_imports_no_torch(small_db):
+    db = ["--db", small_db]
+    found = _loaded_by(
+        ["compare", *db],
+        ["compare", "--by", "machine", *db],
+        ["report", "--format", "markdown", *db],
+        ["results", *db],
+    )
+    assert found["codes"] == [0, 0, 0, 0]
+    assert not {"torch", "transformers", "coremltools", "onnx", "onnxruntime"} & set(
+        found["loaded"]
+    )
+    # listing alone needs neither numpy nor scipy (most of a second between them)
+    listing = _loaded_by(["results", *db], ["results", "--json", *db])
+    assert listing == {"codes": [0, 0], "loaded": []}
+
+
+def test_the_median_interval_needs_no_scipy_and_agrees_with_it():
+    from scipy.stats import binom
+
+    from accelbench.core.stats import _order_rank
+
+    for n in range(1, 400):
+        k = int(binom.ppf(0.025, n, 0.5))
+        expected = k - 1 if binom.cdf(k, n, 0.5) > 0.025 else k
+        assert _order_rank(n, 0.025) == expected, n
+
+
+def test_the_results_table_lists_the_newest_fifty_unless_asked(tmp_path, capsys):
+    db = tmp_path / "many.db"
+    with Store(db) as store:
+        for i in range(52):
+            store.save(_timed("cpu", "vm-1", 1.0 + i / 100))
+    assert main(["results", "--db", str(db)]) == 0
+    table = capsys.readouterr().out
+    ids = [line.split("│")[1].strip() for line in table.splitlines() if "│ seed-cnn" in line]
+    assert ids == [str(i) for i in range(52, 2, -1)]  # the newest 50
+    assert "the newest 50 are shown; more are stored: --limit N or --all lists them" in table
+    assert main(["results", "--all", "--db", str(db)]) == 0
+    assert capsys.readouterr().out.count("│ seed-cnn") == 52
+    assert main(["results", "--limit", "51", "--db", str(db)]) == 0
+    assert "more are stored" not in capsys.readouterr().out  # asked for: nothing to say

@@ -8,6 +8,8 @@ import argparse
 from .options import Commands, add_filters, add_output_options, count, filters
 from .output import db_path, emit_json, result_json, width
 
+TABLE_LIMIT = 50  # results the table lists when no --limit is given
+
 
 def add_parser(commands: Commands) -> None:
     results = commands.add_parser(
@@ -16,7 +18,14 @@ def add_parser(commands: Commands) -> None:
         description="List stored results, newest first; `results export` and `results import` "
         "move them between machines without loss.",
     )
-    results.add_argument("--limit", type=count(1), metavar="N", help="at most N results")
+    shown = results.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--limit",
+        type=count(1),
+        metavar="N",
+        help=f"at most N results (default: the newest {TABLE_LIMIT} in the table, all with --json)",
+    )
+    shown.add_argument("--all", action="store_true", help="list every matching result")
     add_filters(results)
     add_output_options(results, progress=False)
     results.set_defaults(handler=handle)
@@ -44,12 +53,18 @@ def handle(args: argparse.Namespace) -> int:
     from ..render.console import results_table
     from ..store.db import Store
 
+    # A table of thousands of rows is slow to draw and no one reads it: by default the newest
+    # TABLE_LIMIT, and one more is read to know whether there are others.
+    default = not (args.json or args.all or args.limit)
+    limit = TABLE_LIMIT if default else args.limit
     with Store(db_path(args), create=False) as store:
-        results = store.results(filters(args), limit=args.limit)
+        results = store.results(filters(args), limit=None if limit is None else limit + default)
     if args.json:
         emit_json([result_json(r) for r in results])
-    else:
-        print(results_table(results, width=width()), end="")
+        return 0
+    print(results_table(results[:limit], width=width()), end="")
+    if len(results) > TABLE_LIMIT and default:
+        print(f"the newest {TABLE_LIMIT} are shown; more are stored: --limit N or --all lists them")
     return 0
 
 
