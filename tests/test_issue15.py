@@ -273,3 +273,42 @@ def test_the_results_table_lists_the_newest_fifty_unless_asked(tmp_path, capsys)
     assert capsys.readouterr().out.count("│ seed-cnn") == 52
     assert main(["results", "--limit", "51", "--db", str(db)]) == 0
     assert "more are stored" not in capsys.readouterr().out  # asked for: nothing to say
+
+
+# --- item 14: results export --format csv ------------------------------------------------
+
+
+def test_results_export_csv_reads_back_one_row_per_result(small_db, tmp_path):
+    import csv
+    import json
+
+    with Store(small_db) as store:
+        hostile = RunSpec("=HYPERLINK(evil)", "cpu", 8, 1)
+        store.save(Result(spec=hostile, status="error", error="RuntimeError: boom, twice"))
+        stored = store.results()[::-1]  # oldest first, as exported
+    out = tmp_path / "all.csv"
+    done = run_cli("results", "export", "--out", str(out), "--db", small_db, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"exported": 5, "out": str(out)}
+    with out.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [row["uid"] for row in rows] == [r.uid for r in stored]
+    first, measured = rows[0], stored[0].measurement
+    assert measured is not None
+    assert (first["workload"], first["device"], first["batch_size"]) == ("seed-cnn", "cpu", "64")
+    assert (first["mode"], first["precision"], first["backend"]) == ("train", "fp32", "torch")
+    assert "channels_last" in first and "compile" in first  # every lever's value
+    assert float(first["it_per_s_median"]) == measured.rate.median  # full precision
+    assert float(first["it_per_s_ci95_low"]) == measured.rate.ci_low
+    assert float(first["it_per_s_ci95_high"]) == measured.rate.ci_high
+    assert int(first["samples"]) == 10 and first["status"] == "ok" and first["error"] == ""
+    assert rows[3]["it_per_s_median"] == "" and rows[3]["samples"] == ""  # a verify run
+    failed = rows[4]
+    assert failed["error"] == "RuntimeError: boom, twice" and failed["status"] == "error"
+    assert failed["workload"] == "'=HYPERLINK(evil)"  # no formula in a spreadsheet
+    # --format json (or any other name) keeps the exchange file `results import` reads
+    again = run_cli("results", "export", "--out", str(tmp_path / "x.txt"), "--db", small_db)
+    assert again.returncode == 0 and json.loads((tmp_path / "x.txt").read_text())["results"]
+    forced = tmp_path / "named.json"
+    as_csv = ("results", "export", "--out", str(forced), "--format", "csv", "--db", small_db)
+    assert run_cli(*as_csv).returncode == 0 and forced.read_text().startswith("id,uid,")
