@@ -91,6 +91,7 @@ def test_a_significantly_worse_run_diverges_and_says_the_interval():
     ]
     table = verify_table(rows, width=400)
     assert "-3.1 points [-5." in table and "DIVERGES: held-out accuracy worse" in table
+    assert "then its paired 95% interval over the same images" in table  # not eaten as markup
 
 
 def test_a_small_sample_tie_is_undetermined_not_a_divergence():

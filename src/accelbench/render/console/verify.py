@@ -66,8 +66,9 @@ def _verify_legend(first: Result) -> str:
         f"{first.spec.batch_size}{optimizer}, the same initial weights and batch order on every "
         "run; loss = mean training loss of the epoch; loss deviation = difference from CPU "
         "fp32's loss at the same epoch, as a fraction of CPU fp32's first-epoch loss; "
-        "accuracy vs CPU fp32 = difference in points [paired 95% interval on the same held-out "
-        "images]; a run diverges only when significantly less accurate by more than the "
+        "vs CPU fp32 = held-out accuracy difference in points, then its paired 95% interval "
+        "over the same images; a run diverges only when significantly less accurate by more "
+        "than the "
         f"tolerance; tolerances: {facts.tolerance_points:g} accuracy points, final loss "
         f"{facts.loss_tolerance:.0%}"
     )
