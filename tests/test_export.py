@@ -73,8 +73,9 @@ def test_cli_export_json_and_bad_input(tmp_path):
     assert out.returncode == 0, out.stderr
     (report,) = json.loads(out.stdout)  # progress went to stderr: stdout is only JSON
     assert report["validation"]["ok"] is True
-    missing = run_cli("export", "mlp", "--out", str(tmp_path / "nowhere"))
-    assert missing.returncode == 2 and "no such directory" in missing.stderr
+    (tmp_path / "a-file").write_text("")
+    impossible = run_cli("export", "mlp", "--out", str(tmp_path / "a-file" / "sub"))
+    assert impossible.returncode == 2 and "cannot create the directory" in impossible.stderr
     neither = run_cli("export", "--out", str(tmp_path))
     assert neither.returncode == 2 and "name one workload" in neither.stderr
     target = run_cli("export", "mlp", "--to", "tflite")

@@ -73,8 +73,19 @@ def models(tmp_path):
     return path
 
 
-def _facts(curve, accuracy):
-    return {"loss_curve": curve, "accuracy": accuracy, "epochs": len(curve)}
+BASELINE_CORRECT = "1" * 342 + "0" * 18  # 95% of the 360 held-out images
+
+
+def _correct(lost=0, gained=0, base=BASELINE_CORRECT):
+    """The baseline's per-image results with `lost` of its right images wrong and `gained` of
+    its wrong images right."""
+    right, wrong = base.count("1"), base.count("0")
+    return "1" * (right - lost) + "0" * lost + "1" * gained + "0" * (wrong - gained)
+
+
+def _facts(curve, correct=BASELINE_CORRECT):
+    accuracy = correct.count("1") / len(correct) if correct else 0.0
+    return {"loss_curve": curve, "accuracy": accuracy, "held_out_correct": correct, "epochs": 3}
 
 
 def _result(device="cpu", precision="fp32", status="ok", error="", **facts):
@@ -82,7 +93,7 @@ def _result(device="cpu", precision="fp32", status="ok", error="", **facts):
     return Result(spec=spec, status=status, error=error, metrics={"verify": facts})
 
 
-BASELINE = _result(**_facts([2.3, 0.6, 0.2], 0.95))
+BASELINE = _result(**_facts([2.3, 0.6, 0.2]))
 
 
 def _judged(candidate, settings=None):
@@ -95,44 +106,48 @@ def test_the_baseline_is_judged_against_itself():
     assert facts["accuracy_diff_points"] == 0 and facts["max_loss_deviation"] == 0
 
 
-def test_accuracy_within_tolerance_is_ok_and_beyond_it_diverges():
-    near = _judged(_result("cuda:0", **_facts([2.3, 0.62, 0.21], 0.94)))
+def test_accuracy_within_tolerance_is_ok_and_significantly_below_it_diverges():
+    near = _judged(_result("cuda:0", **_facts([2.3, 0.62, 0.21], _correct(lost=2, gained=2))))
     assert near["verdict"] == "ok"
-    assert near["accuracy_diff_points"] == pytest.approx(-1.0)
-    far = _judged(_result("cuda:0", **_facts([2.3, 0.62, 0.21], 0.92)))
+    assert near["accuracy_diff_points"] == pytest.approx(0.0)
+    assert near["accuracy_note"] == "+0.0 points, 95% CI -1.4 to +1.4: within tolerance"
+    far = _judged(_result("cuda:0", **_facts([2.3, 0.62, 0.21], _correct(lost=12, gained=1))))
     assert far["verdict"] == "diverges"
-    assert far["reasons"] == ["held-out accuracy -3.0 points from CPU fp32 (tolerance 2)"]
-    # the same run passes a looser tolerance
-    assert _judged(_result(**_facts([2.3, 0.62, 0.21], 0.92)), Settings(tolerance=5))[
-        "verdict"
-    ] == ("ok")
+    assert far["paired"]["reference_only"] == 12 and far["paired"]["candidate_only"] == 1
+    assert far["reasons"] == [
+        "held-out accuracy worse: -3.1 points, 95% CI -5.4 to -1.1, beyond the tolerance of 2 "
+        "(12 of 360 images right only on CPU fp32, 1 only on this run)"
+    ]
+    # the same run passes a looser tolerance, which the interval rules out
+    loose = _judged(_result(**_facts([2.3, 0.62, 0.21], _correct(12, 1))), Settings(tolerance=6))
+    assert loose["verdict"] == "ok"
 
 
 def test_a_final_loss_beyond_tolerance_diverges_even_at_equal_accuracy():
     # 0.6 against 0.2 is 0.4 off, 17% of the baseline's first-epoch loss of 2.3
-    facts = _judged(_result("mps", **_facts([2.3, 0.9, 0.6], 0.95)))
+    facts = _judged(_result("mps", **_facts([2.3, 0.9, 0.6])))
     assert facts["verdict"] == "diverges"
     assert facts["final_loss_deviation"] == pytest.approx(0.4 / 2.3)
     assert "final loss off by 17.4% of CPU fp32's first-epoch loss" in facts["reasons"][0]
     # the largest gap along the curve is reported, not judged: mid-training paths differ
-    mid = _judged(_result("mps", **_facts([2.3, 1.2, 0.22], 0.95)))
+    mid = _judged(_result("mps", **_facts([2.3, 1.2, 0.22])))
     assert mid["verdict"] == "ok" and mid["max_loss_deviation"] == pytest.approx(0.6 / 2.3)
 
 
 def test_a_loss_that_is_not_finite_diverges():
-    facts = _judged(_result("mps", precision="fp16", **_facts([2.3, None, None], 0.1)))
+    facts = _judged(_result("mps", precision="fp16", **_facts([2.3, None, None], _correct(300))))
     assert facts["verdict"] == "diverges"
     assert facts["reasons"] == ["the training loss is not finite from epoch 2"]
 
 
 def test_a_baseline_that_learned_too_little_makes_the_rest_inconclusive():
-    weak = _result(**_facts([2.3, 2.2, 2.1], MIN_BASELINE_ACCURACY - 0.2))
+    weak = _result(**_facts([2.3, 2.2, 2.1], "1" * 252 + "0" * 108))  # 70%
     assert (
         judge_against_baseline(weak, weak, Settings()).metrics["verify"]["verdict"]
         == "inconclusive"
     )
     other = judge_against_baseline(
-        _result("cuda:0", **_facts([2.3, 2.2, 2.1], 0.4)), weak, Settings()
+        _result("cuda:0", **_facts([2.3, 2.2, 2.1], "1" * 144 + "0" * 216)), weak, Settings()
     )
     facts = other.metrics["verify"]
     assert facts["verdict"] == "inconclusive"
@@ -140,17 +155,15 @@ def test_a_baseline_that_learned_too_little_makes_the_rest_inconclusive():
         "CPU fp32 reached only 70.0% held-out accuracy (under 90%)"
         in (facts["inconclusive_because"])
     )
-    assert "held-out accuracy -30.0 points" in facts["reasons"][0]  # shown, not decisive
+    assert "held-out accuracy worse: -30.0 points" in facts["reasons"][0]  # shown, not decisive
     table = verify_table([judge_against_baseline(weak, weak, Settings()), other], width=300)
     assert table.count("CPU fp32 reached only 70.0%") == 1  # said once, not on every row
-    assert "INCONCLUSIVE (differs anyway: held-out accuracy -30.0 points" in table
+    assert "INCONCLUSIVE (differs anyway: held-out accuracy worse: -30.0 points" in table
 
 
 def test_a_failed_baseline_leaves_nothing_to_compare_against():
-    failed = _result(status="oom", error="OutOfMemoryError: no", **_facts([], 0))
-    facts = judge_against_baseline(
-        _result("cuda:0", **_facts([2.3, 0.6, 0.2], 0.95)), failed, Settings()
-    )
+    failed = _result(status="oom", error="OutOfMemoryError: no", **_facts([], ""))
+    facts = judge_against_baseline(_result("cuda:0", **_facts([2.3, 0.6, 0.2])), failed, Settings())
     assert facts.metrics["verify"]["verdict"] == "inconclusive"
     assert "CPU fp32 ended with oom" in facts.metrics["verify"]["inconclusive_because"]
     assert judge_against_baseline(failed, failed, Settings()).metrics["verify"]["verdict"] == "oom"
@@ -255,6 +268,7 @@ def test_cli_verify_runs_end_to_end_and_stores_the_runs(models, tmp_path):
     assert verdicts == ["baseline", "ok"]
     bf16 = payload["results"][1]["metrics"]["verify"]
     assert len(bf16["loss_curve"]) == 4 and abs(bf16["accuracy_diff_points"]) <= 2
+    assert len(bf16["held_out_correct"]) == 360 and bf16["paired"]["images"] == 360
     assert "samples_s" not in payload["results"][0]  # no timing: not a benchmark result
     with Store(db, create=False) as store:
         stored = store.results()[::-1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ..core.vocab import EXPORT_TARGETS
@@ -45,6 +46,12 @@ def add_parser(commands: Commands) -> None:
         help="Core ML compute units (default: ALL)",
     )
     add_model_options(export.add_argument_group("your own model"))
+    export.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the exporting libraries' own output (progress bars, version warnings, "
+        "coremltools' messages), on stderr; hidden by default",
+    )
     add_json(export)
     export.set_defaults(handler=handle)
 
@@ -53,7 +60,7 @@ def handle(args: argparse.Namespace) -> int:
     from functools import partial
     from pathlib import Path
 
-    from ..exporters import export_model
+    from ..exporters import export_model, library_output
     from ..exporters.coreml import export_coreml
     from ..exporters.onnx import export_onnx
     from ..render.console import export_table
@@ -66,18 +73,24 @@ def handle(args: argparse.Namespace) -> int:
         "onnx": export_onnx,
         "coreml": partial(export_coreml, compute_units=args.compute_units),
     }
-    reports = export_model(
-        workload,
-        list(args.to),
-        Path(args.out),
-        exporters,
-        precision=args.precision,
-        batch=batch,
-        dynamic_batch=args.dynamic_batch,
-    )
+    with library_output(args.verbose) as hidden:
+        reports = export_model(
+            workload,
+            list(args.to),
+            Path(args.out),
+            exporters,
+            precision=args.precision,
+            batch=batch,
+            dynamic_batch=args.dynamic_batch,
+        )
     if args.json:
         emit_json([r.to_dict() for r in reports])
     else:
         print(export_table(reports, width=width()), end="")
     failed = [r for r in reports if r.validation.get("ok") is False]
+    if failed and hidden:
+        print(
+            f"the exporting libraries printed {len(hidden)} line(s): --verbose shows them",
+            file=sys.stderr,
+        )
     return 1 if failed else 0

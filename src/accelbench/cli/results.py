@@ -4,9 +4,18 @@ between machines."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..errors import UsageError
 from .options import Commands, add_filters, add_output_options, count, filters
 from .output import db_path, emit_json, result_json, width
+
+if TYPE_CHECKING:
+    from ..core.result import Result
+
+TABLE_LIMIT = 50  # results the table lists when no --limit is given
+EXPORT_FORMATS = ("json", "csv")
 
 
 def add_parser(commands: Commands) -> None:
@@ -16,7 +25,14 @@ def add_parser(commands: Commands) -> None:
         description="List stored results, newest first; `results export` and `results import` "
         "move them between machines without loss.",
     )
-    results.add_argument("--limit", type=count(1), metavar="N", help="at most N results")
+    shown = results.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--limit",
+        type=count(1),
+        metavar="N",
+        help=f"at most N results (default: the newest {TABLE_LIMIT} in the table, all with --json)",
+    )
+    shown.add_argument("--all", action="store_true", help="list every matching result")
     add_filters(results)
     add_output_options(results, progress=False)
     results.set_defaults(handler=handle)
@@ -24,9 +40,19 @@ def add_parser(commands: Commands) -> None:
     # Options an action repeats must not reset what was given before it (`results --db X
     # export`): absent there, they keep the value parsed by `results` itself.
     export = actions.add_parser(
-        "export", help="write the chosen results to a JSON file", argument_default=argparse.SUPPRESS
+        "export",
+        help="write the chosen results to a JSON file (for `results import`) or a CSV file",
+        argument_default=argparse.SUPPRESS,
     )
     export.add_argument("--out", required=True, metavar="FILE", help="the file to write")
+    export.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        help="json: everything, raw samples included, for `results import` on another machine; "
+        "csv: one row per result (the spec's fields, status, median it/s and its 95%% CI, "
+        "samples/s, samples count, error, host), for pandas and spreadsheets (default: csv "
+        "for a FILE ending in .csv, else json)",
+    )
     add_filters(export)
     add_output_options(export, progress=False)
     export.set_defaults(handler=handle_export)
@@ -44,30 +70,61 @@ def handle(args: argparse.Namespace) -> int:
     from ..render.console import results_table
     from ..store.db import Store
 
+    # A table of thousands of rows is slow to draw and no one reads it: by default the newest
+    # TABLE_LIMIT, and one more is read to know whether there are others.
+    default = not (args.json or args.all or args.limit)
+    limit = TABLE_LIMIT if default else args.limit
     with Store(db_path(args), create=False) as store:
-        results = store.results(filters(args), limit=args.limit)
+        results = store.results(filters(args), limit=None if limit is None else limit + default)
     if args.json:
         emit_json([result_json(r) for r in results])
-    else:
-        print(results_table(results, width=width()), end="")
+        return 0
+    print(results_table(results[:limit], width=width()), end="")
+    if len(results) > TABLE_LIMIT and default:
+        print(f"the newest {TABLE_LIMIT} are shown; more are stored: --limit N or --all lists them")
     return 0
 
 
 def handle_export(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from ..store.db import Store
     from ..store.results_file import write_export
 
     chosen = filters(args)
+    out = Path(args.out)
+    as_csv = getattr(args, "format", None) == "csv" or (
+        getattr(args, "format", None) is None and out.suffix.lower() == ".csv"
+    )
     with Store(db_path(args), create=False) as store:
         results = store.results(chosen)[::-1]  # oldest first
-    write_export(results, Path(args.out))
+    if as_csv:
+        _write_csv(results, out)
+    else:
+        write_export(results, out)
     if args.json:
         emit_json({"exported": len(results), "out": args.out})
     else:
         print(f"exported {len(results)} result(s) to {args.out} (filters: {chosen.describe()})")
     return 0
+
+
+def _write_csv(results: list[Result], path: Path) -> None:
+    """The CSV whole or not at all: a temporary file beside it, then a rename."""
+    import os
+    import tempfile
+
+    from ..render.results_csv import results_csv
+
+    text = results_csv(results)
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise UsageError(f"cannot write {path}: directory {directory} does not exist")
+    try:
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.")
+        with os.fdopen(handle, "w", newline="", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def handle_import(args: argparse.Namespace) -> int:

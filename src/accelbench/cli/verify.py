@@ -41,10 +41,13 @@ def add_parser(commands: Commands) -> None:
         description="Train the workload from the same initial weights, on the same batches of "
         "scikit-learn's digits (1,797 8x8 images, resized and replicated to the model's input), "
         "on each device and precision, and compare each run's loss per epoch and held-out "
-        "accuracy with the CPU at fp32 (always run first, listed or not). Exit code 0 when every "
-        "run is within tolerance; 1 when one diverges (accuracy or final loss beyond tolerance, "
-        "or a loss that is not finite), fails, or cannot be judged because the CPU fp32 "
-        "baseline learned too little (under 90% held-out accuracy); 2 for bad input.",
+        "accuracy with the CPU at fp32 (always run first, listed or not); accuracy is compared "
+        "image by image, with a paired 95% interval of the difference. Exit code 0 when every "
+        "run is within tolerance or undetermined (the 360 held-out images cannot tell a drop "
+        "of the tolerance's size from chance); 1 when one diverges (significantly less "
+        "accurate by more than the tolerance, final loss beyond tolerance, or a loss that is "
+        "not finite), fails, or cannot be judged because the CPU fp32 baseline learned too "
+        "little (under 90% held-out accuracy); 2 for bad input.",
     )
     verify.add_argument("workload", nargs="?", help="a workload name (or use --model)")
     add_model_options(verify.add_argument_group("your own model"))
@@ -88,8 +91,10 @@ def _add_training(verify: argparse.ArgumentParser) -> None:
         type=points,
         default=2.0,
         metavar="POINTS",
-        help="held-out accuracy may differ from CPU fp32's by this many percentage points "
-        "(default: 2)",
+        help="a run diverges when its held-out accuracy is significantly lower than CPU "
+        "fp32's (paired 95%% interval below zero) by more than this many percentage points; it "
+        "is within tolerance when the interval rules out such a drop, undetermined otherwise; "
+        "a more accurate run never diverges (default: 2)",
     )
     verify.add_argument(
         "--loss-tolerance",

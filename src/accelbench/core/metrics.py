@@ -459,6 +459,10 @@ class Verification:
     accuracy: float | None = None
     is_baseline: bool = False
     accuracy_diff_points: float | None = None  # against the baseline, percentage points
+    # the paired 95% interval of that difference, points, and its sentence against the tolerance
+    accuracy_ci_points: tuple[float, float] | None = None
+    accuracy_note: str = ""
+    held_out_correct: str = ""  # per held-out image, in order: "1" right, "0" wrong
     max_loss_deviation: float | None = None
     final_loss_deviation: float | None = None
     data: str = ""  # the data set, described
@@ -484,6 +488,9 @@ class Verification:
             accuracy=_number(found, "accuracy"),
             is_baseline=bool(found.get("is_baseline", False)),
             accuracy_diff_points=_number(found, "accuracy_diff_points"),
+            accuracy_ci_points=_interval_points(found.get("paired")),
+            accuracy_note=str(found.get("accuracy_note") or ""),
+            held_out_correct=str(found.get("held_out_correct") or ""),
             max_loss_deviation=_number(found, "max_loss_deviation"),
             final_loss_deviation=_number(found, "final_loss_deviation"),
             data=str(found.get("data", "")),
@@ -494,6 +501,13 @@ class Verification:
             loss_tolerance=float(found.get("loss_tolerance", 0.0)),
             seed=None if seed is None else int(seed),
         )
+
+
+def _interval_points(paired: Any) -> tuple[float, float] | None:
+    """A verify record's paired interval, in points; None before verify recorded one."""
+    if not isinstance(paired, Mapping):
+        return None
+    return float(paired["ci95_low_points"]), float(paired["ci95_high_points"])
 
 
 def _optional_float(value: Any) -> float | None:

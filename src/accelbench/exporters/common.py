@@ -1,9 +1,13 @@
 """What every export target shares: the model in inference form, example inputs, atomic files,
-and the report each target fills in."""
+the output folder, the third-party libraries' chatter kept off the terminal, and the report each
+target fills in."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +21,7 @@ from torch import nn
 from ..errors import UsageError
 from ..workloads import Workload
 
-__all__ = ["ExportReport", "Exportable", "atomic_path", "export_model"]
+__all__ = ["ExportReport", "Exportable", "atomic_path", "export_model", "library_output"]
 
 
 @dataclass
@@ -91,13 +95,66 @@ def export_model(
     batch: int = 1,
     dynamic_batch: bool = False,
 ) -> list[ExportReport]:
-    """Export to each target in turn; files appear whole or not at all."""
-    if not out_dir.is_dir():
-        what = "is a file, not a directory" if out_dir.exists() else "no such directory"
-        raise UsageError(f"cannot write to {out_dir}: {what}")
+    """Export to each target in turn into `out_dir` (created, parents too, where missing);
+    files appear whole or not at all."""
+    _make_directory(out_dir)
     model = exportable(workload, precision, batch, dynamic_batch)
     stem = workload.name.replace("/", "_").replace(":", "_")
     return [exporters[t](model, out_dir / stem) for t in targets]
+
+
+def _make_directory(out_dir: Path) -> None:
+    """`out_dir`, created with its parents where missing; UsageError when it cannot be."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"cannot write to {out_dir}: is a file, not a directory")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the directory {out_dir}: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def library_output(verbose: bool) -> Iterator[list[str]]:
+    """The exporting libraries' own output, hidden unless `verbose`: coremltools' "Failed to
+    load _MLModelProxy" lines and version warnings at import, its tqdm bars, torch.onnx's
+    progress. Some of it is printed from C, past sys.stdout, so both file descriptors go to a
+    scratch file meanwhile; the yielded list holds its lines afterwards. What matters (a failed
+    validation, an error) is reported by accelbench itself once the block is over."""
+    hidden: list[str] = []
+    if verbose:
+        yield hidden
+        return
+    tqdm_before = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"  # read by tqdm as it is imported: no bars drawn at all
+    with tempfile.TemporaryFile() as sink:
+        # Python's own streams too, in case they are not file descriptors 1 and 2 (a test's
+        # capture, a notebook); line-buffered, so the two kinds of write keep their order.
+        text = open(sink.fileno(), "w", buffering=1, errors="replace", closefd=False)  # noqa: SIM115
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = {fd: os.dup(fd) for fd in (1, 2)}
+        try:
+            for fd in saved:
+                os.dup2(sink.fileno(), fd)
+            with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
+                yield hidden
+        finally:
+            text.close()
+            sys.stdout.flush()  # what the real streams still buffer goes to the sink too
+            sys.stderr.flush()
+            for fd, copy in saved.items():
+                os.dup2(copy, fd)
+                os.close(copy)
+            _restore_env("TQDM_DISABLE", tqdm_before)
+            sink.seek(0)
+            hidden.extend(sink.read().decode(errors="replace").splitlines())
+
+
+def _restore_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 @contextmanager

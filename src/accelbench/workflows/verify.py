@@ -13,10 +13,14 @@ The precision's autocast and fp16's GradScaler come from the same `build` as the
 and each step is `build.train_function`. Runs happen in this process, one after another;
 a failure (an unavailable device, OOM, an exception) becomes a row with its message.
 
-The CPU at fp32 is the baseline and always runs first. Another run diverges when its held-out
-accuracy differs from the baseline's by more than the tolerance (percentage points), when its
-final-epoch mean training loss differs from the baseline's by more than the loss tolerance, or
-when its loss stops being finite. Loss differences are fractions of the baseline's first-epoch
+The CPU at fp32 is the baseline and always runs first. Each run keeps which held-out images it
+got right, so accuracy is compared image by image (analysis/paired: a paired 95% interval of the
+difference) and one-sided: another run diverges when its held-out accuracy is significantly
+lower than the baseline's (the interval below zero) by more than the tolerance (percentage
+points), when its final-epoch mean training loss differs from the baseline's by more than the
+loss tolerance, or when its loss stops being finite. A better run never diverges; one whose
+interval reaches below minus the tolerance without being significantly worse by that much is
+"undetermined": 360 images cannot tell. Loss differences are fractions of the baseline's first-epoch
 loss, the scale training starts from, so that two well-trained runs ending at 0.01 and 0.02 are
 not called diverging. A baseline that learns too little (held-out accuracy under 90%) makes
 every verdict "inconclusive": while a model is still learning, two runs differ by chance (the
@@ -41,6 +45,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ..analysis.paired import UNDETERMINED, WITHIN, WORSE, paired_accuracy
 from ..backends.pytorch import build_torch, train_function
 from ..core.metrics import VERIFY, Verification
 from ..core.result import Result, RunSpec
@@ -178,8 +183,12 @@ class Training:
     """What one training run produced."""
 
     curve: tuple[float, ...]  # mean training loss of each epoch
-    accuracy: float  # held-out, 0 to 1
+    correct: str  # per held-out image, in order: "1" right, "0" wrong
     optimizer: str  # e.g. "SGD lr 0.01"
+
+    @property
+    def accuracy(self) -> float:  # held-out, 0 to 1
+        return self.correct.count("1") / len(self.correct)
 
 
 def train(
@@ -215,18 +224,20 @@ def train(
         curve.append(float(total.item()) / steps)  # one wait for the device per epoch
         if on_epoch is not None:
             on_epoch(epoch + 1)
-    return Training(tuple(curve), _accuracy(prep, workload, data, batch), optimizer)
+    return Training(tuple(curve), _held_out_correct(prep, workload, data, batch), optimizer)
 
 
-def _accuracy(prep: Any, workload: Workload, data: Digits, batch: int) -> float:
+def _held_out_correct(prep: Any, workload: Workload, data: Digits, batch: int) -> str:
+    """Which held-out images the model gets right, one "1" or "0" each: kept per image so that
+    two runs are compared on the same images (a paired test), not by their totals."""
     model, target = prep.model.eval(), prep.device.torch_device
-    correct = 0
+    hits = []
     with torch.inference_mode(), prep.autocast():
         for start in range(0, len(data.test_y), batch):
             inputs = shape_inputs(data.test_x[start : start + batch], workload.input_shape)
             predicted = workload.forward(model, inputs.to(target)).argmax(dim=1).cpu()
-            correct += int((predicted == data.test_y[start : start + batch]).sum())
-    return correct / len(data.test_y)
+            hits.append(predicted == data.test_y[start : start + batch])
+    return "".join("1" if hit else "0" for hit in torch.cat(hits).tolist())
 
 
 def verify_one(
@@ -275,6 +286,7 @@ def verify_one(
         "optimizer": trained.optimizer,
         "loss_curve": [_finite(x) for x in trained.curve],
         "accuracy": trained.accuracy,
+        "held_out_correct": trained.correct,
     }
     return replace(base, status="ok", metrics={VERIFY: facts})
 
@@ -286,15 +298,16 @@ def _finite(x: float) -> float | None:
 
 def judge_against_baseline(result: Result, baseline: Result, settings: Settings) -> Result:
     """`result` with its comparison to the baseline and its verdict in its verify record:
-    baseline, ok, diverges (with "reasons"), inconclusive (with "inconclusive_because" and any
-    "reasons" found anyway), or the status of a failed run."""
+    baseline, ok, undetermined (the held-out images cannot tell a drop of the tolerance's size
+    from chance; with "accuracy_note"), diverges (with "reasons"), inconclusive (with
+    "inconclusive_because" and any "reasons" found anyway), or the status of a failed run."""
     facts = {**result.metrics[VERIFY], "is_baseline": result is baseline}  # the record, updated
     own = result.verification
     if result.status != "ok" or own is None:
         facts["verdict"] = result.status
         return replace(result, metrics={**result.metrics, VERIFY: facts})
     curve = own.loss_curve or ()
-    deviations = _deviations(own, baseline)
+    deviations = _deviations(own, baseline, settings)
     facts.update(deviations)
     problem = _baseline_problem(baseline)
     if None in curve:
@@ -310,7 +323,8 @@ def judge_against_baseline(result: Result, baseline: Result, settings: Settings)
         facts["verdict"] = "baseline"
     else:
         reasons = _divergence(deviations, settings)
-        facts["verdict"] = "diverges" if reasons else "ok"
+        undetermined = deviations["accuracy_judgement"] == UNDETERMINED
+        facts["verdict"] = "diverges" if reasons else "undetermined" if undetermined else "ok"
         if reasons:
             facts["reasons"] = reasons
     return replace(result, metrics={**result.metrics, VERIFY: facts})
@@ -334,14 +348,11 @@ def _baseline_problem(baseline: Result) -> str | None:
 
 
 def _divergence(facts: dict[str, Any], settings: Settings) -> list[str]:
-    """Why a finite run strays from a sound baseline: accuracy or final loss off."""
+    """Why a finite run strays from a sound baseline: accuracy significantly lower by more than
+    the tolerance (a better run never strays), or final loss off."""
     reasons = []
-    points = facts["accuracy_diff_points"]
-    if abs(points) > settings.tolerance:
-        reasons.append(
-            f"held-out accuracy {points:+.1f} points from CPU fp32 "
-            f"(tolerance {settings.tolerance:g})"
-        )
+    if facts["accuracy_judgement"] == WORSE:
+        reasons.append(f"held-out accuracy {facts['accuracy_note']}")
     final = facts["final_loss_deviation"]
     if final > settings.loss_tolerance:
         reasons.append(
@@ -351,10 +362,10 @@ def _divergence(facts: dict[str, Any], settings: Settings) -> list[str]:
     return reasons
 
 
-def _deviations(own: Verification, baseline: Result) -> dict[str, Any]:
-    """Accuracy in points and loss deviations (fractions of the baseline's first-epoch loss)
-    against the baseline, as the verify record stores them; empty when either curve is missing
-    or not finite."""
+def _deviations(own: Verification, baseline: Result, settings: Settings) -> dict[str, Any]:
+    """Accuracy in points, its paired comparison and loss deviations (fractions of the
+    baseline's first-epoch loss) against the baseline, as the verify record stores them; empty
+    when either curve is missing or not finite."""
     base = baseline.verification
     if baseline.status != "ok" or base is None:
         return {}
@@ -368,9 +379,36 @@ def _deviations(own: Verification, baseline: Result) -> dict[str, Any]:
     return {
         "baseline": {"device": baseline.spec.device, "precision": baseline.spec.precision},
         "accuracy_diff_points": 100 * (own.accuracy - base.accuracy),
+        **_paired(own, base, settings.tolerance),
         "final_loss_deviation": gaps[-1],
         "max_loss_deviation": max(gaps),
     }
+
+
+def _paired(own: Verification, base: Verification, tolerance_points: float) -> dict[str, Any]:
+    """The run against the baseline on the same held-out images: the 2x2 counts, the paired
+    95% interval of the difference, the judgement against the tolerance and its sentence."""
+    try:
+        table = paired_accuracy(own.held_out_correct, base.held_out_correct)
+    except ValueError as exc:  # records written without per-image results
+        return {"accuracy_judgement": UNDETERMINED, "accuracy_note": f"undetermined: {exc}"}
+    judgement = table.judge(tolerance_points / 100)
+    low, high = (100 * x for x in table.interval())
+    figures = f"{100 * table.difference:+.1f} points, 95% CI {low:+.1f} to {high:+.1f}"
+    if judgement == WITHIN:
+        note = f"{figures}: within tolerance"
+    elif judgement == WORSE:
+        note = (
+            f"worse: {figures}, beyond the tolerance of {tolerance_points:g} "
+            f"({table.reference_only} of {table.images} images right only on CPU fp32, "
+            f"{table.candidate_only} only on this run)"
+        )
+    else:
+        note = (
+            f"undetermined: {figures}: {table.images} held-out images cannot tell whether it "
+            f"is worse by {tolerance_points:g} points"
+        )
+    return {"paired": table.to_dict(), "accuracy_judgement": judgement, "accuracy_note": note}
 
 
 def verify(

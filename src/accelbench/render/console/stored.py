@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...analysis.compare import Change, Comparison
+from ...analysis.compare import DEVICE, Change, Comparison
 from ...core.result import Result
 from ...levers import label
 from ..rows import RESULT_COLUMNS
@@ -53,8 +53,10 @@ def _status(r: Result) -> str:
 def compare_table(comparison: Comparison, width: int = 120) -> str:
     """Each result beside its group's baseline."""
     by = comparison.by
+    device = () if by == DEVICE.name else ("device",)  # else the compared column names it
     headers = (
         "workload",
+        *device,
         "configuration",
         by,
         "it/s",
@@ -62,13 +64,14 @@ def compare_table(comparison: Comparison, width: int = 120) -> str:
         "samples/s",
         f"vs {comparison.baseline_value or 'baseline'} [95% CI]",
     )
-    table = new_table(f"compared by {by}", headers, left_columns=3)
+    table = new_table(f"compared by {by}", headers, left_columns=3 + len(device))
     for row in comparison.rows:
         r, m = row.result, row.result.measurement
         assert m is not None  # a comparison holds measured results only
         versus = row.speedup.text() if row.speedup else ("baseline" if row.baseline is r else "—")
         table.add_row(
             r.spec.workload,
+            *((r.spec.device,) if device else ()),
             label(r.spec),
             row.value,
             number(m.rate.median),

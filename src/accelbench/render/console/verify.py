@@ -51,7 +51,7 @@ def _verify_cells(r: Result, facts: Verification) -> list[str]:
     return [
         _loss(facts.loss_curve[-1]),
         "—" if facts.accuracy is None else f"{facts.accuracy:.1%}",
-        "baseline" if facts.is_baseline else _signed(facts.accuracy_diff_points, " points"),
+        "baseline" if facts.is_baseline else _versus(facts),
         "—" if gap is None else f"{gap:.1%}",
         _verdict(r, facts),
     ]
@@ -66,7 +66,10 @@ def _verify_legend(first: Result) -> str:
         f"{first.spec.batch_size}{optimizer}, the same initial weights and batch order on every "
         "run; loss = mean training loss of the epoch; loss deviation = difference from CPU "
         "fp32's loss at the same epoch, as a fraction of CPU fp32's first-epoch loss; "
-        f"tolerances: {facts.tolerance_points:g} accuracy points, final loss "
+        "vs CPU fp32 = held-out accuracy difference in points, then its paired 95% interval "
+        "over the same images; a run diverges only when significantly less accurate by more "
+        "than the "
+        f"tolerance; tolerances: {facts.tolerance_points:g} accuracy points, final loss "
         f"{facts.loss_tolerance:.0%}"
     )
 
@@ -75,8 +78,15 @@ def _loss(x: float | None) -> str:
     return "not finite" if x is None else f"{x:.4g}"
 
 
-def _signed(x: float | None, unit: str) -> str:
-    return "—" if x is None else f"{x:+.1f}{unit}"
+def _versus(facts: Verification) -> str:
+    """The accuracy difference in points, with its paired 95% interval where recorded."""
+    if facts.accuracy_diff_points is None:
+        return "—"
+    points = f"{facts.accuracy_diff_points:+.1f} points"
+    if facts.accuracy_ci_points is None:  # recorded before verify kept per-image results
+        return points
+    low, high = facts.accuracy_ci_points
+    return f"{points} [{low:+.1f} to {high:+.1f}]"
 
 
 def _verdict(r: Result, facts: Verification) -> str:
@@ -85,6 +95,8 @@ def _verdict(r: Result, facts: Verification) -> str:
     reasons = "; ".join(facts.reasons)
     if facts.verdict == "diverges":
         return f"DIVERGES: {reasons}"
+    if facts.verdict == "undetermined":
+        return f"UNDETERMINED: {facts.accuracy_note.removeprefix('undetermined: ')}"
     if facts.verdict == "inconclusive":  # why is said once, below the table
         return f"INCONCLUSIVE (differs anyway: {reasons})" if reasons else "INCONCLUSIVE"
     return facts.verdict or "?"
