@@ -138,7 +138,7 @@ def _from_profile(t: Timing, probe: Verdict) -> Verdict:
     busy = f"the device was busy {t.busy_share:.0%} of the step{kernels}"
     launch = t.busy_share < IDLE_LAUNCH_BOUND
     agrees = (probe.kind == "launch-bound") == launch
-    second = probe.explanation
+    second = "the batch probe agrees: " + probe.explanation.removeprefix("launch-bound: ")
     if probe.kind == "undetermined":
         second = f"the batch probe could not tell ({probe.explanation})"
     elif not agrees:

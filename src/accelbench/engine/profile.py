@@ -53,7 +53,7 @@ SYNC_OPERATORS = {
     "aten::unique_consecutive": "a data-dependent shape (unique_consecutive)",
 }
 COPIES = {"aten::_to_copy", "aten::copy_"}
-_FALLBACK = re.compile(r"operator '([^']+)' is not currently supported on the MPS backend")
+_FALLBACK = re.compile(r".*operator '([^']+)' is not currently supported on the MPS backend")
 _TORCH_DIR = str(Path(torch.__file__).parent)
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -109,13 +109,19 @@ def _record(
     """torch.profiler's events over `steps` steps, after one profiled warm-up step for the
     profiler's own start; and the steps' wall time, synchronized at both ends."""
     schedule = torch.profiler.schedule(wait=0, warmup=1, active=steps, repeat=1)
-    with (
-        _without_kineto_log(),
-        warnings.catch_warnings(),
-        torch.profiler.profile(activities=activities, schedule=schedule) as prof,
-    ):
+    with warnings.catch_warnings():
         # one cycle is all we record: the warning about cycles is not for us
         warnings.filterwarnings("ignore", message=".*Profiler clears events")
+        return _run_profiled(prep, device, steps, activities, schedule, trace)
+
+
+def _run_profiled(
+    prep: Runnable, device: Device, steps: int, activities: list[Any], schedule: Any, trace: str
+) -> tuple[Any, float]:
+    with (
+        _without_kineto_log(),
+        torch.profiler.profile(activities=activities, schedule=schedule) as prof,
+    ):
         prep.step()
         prof.step()
         device.synchronize()
@@ -315,13 +321,14 @@ def _short(path: str) -> str:
 @contextlib.contextmanager
 def fallback_warnings(active: bool) -> Iterator[list[str]]:
     """Collect the operators PyTorch says fall back to the CPU (MPS warns once per process,
-    usually during the warm-up, so this watches the whole build and measurement)."""
+    usually during the warm-up, so this watches the whole build and measurement). Only the
+    fallback's own warning changes filter; the others are shown as they would have been."""
     found: list[str] = []
     if not active:
         yield found
         return
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+        warnings.filterwarnings("always", message=_FALLBACK.pattern)
         yield found
     for w in caught:
         fallback = _FALLBACK.search(str(w.message))

@@ -136,7 +136,10 @@ def _time(
     profile: ProfileRequest | None,
 ) -> _Timed:
     device.reset_peak_memory()  # before building, so weights and data count
-    with fallback_warnings(active=profile is not None) as fallbacks:
+    # Only where operators may fall back to the CPU (MPS): elsewhere the measured path is the
+    # same with and without a profile.
+    watch = profile is not None and bool(device.cpu_fallback())
+    with fallback_warnings(active=watch) as fallbacks:
         started = time.perf_counter()
         prep = build(spec, workload, device)
         device.synchronize()
