@@ -209,6 +209,10 @@ def test_explain_names_an_item_inside_the_forward_and_the_record_survives_export
     assert again[0]["metrics"]["explain"] == record
     report = run_cli("report", "--format", "markdown", "--db", str(other))
     assert "aten::_local_scalar_dense" in report.stdout
+    page = tmp_path / "report.html"
+    assert run_cli("report", "--out", str(page), "--db", str(other)).returncode == 0
+    html = page.read_text()
+    assert "Where the step&#x27;s time went" in html and "<th>host time a step</th>" in html
 
 
 @pytest.mark.parametrize(

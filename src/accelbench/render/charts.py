@@ -9,6 +9,7 @@ from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import levers
+from ..core.explanation import CATEGORIES
 from ..core.metrics import Drift, OptimizeTag
 from ..core.result import Result, machine_of
 from ..errors import require
@@ -22,6 +23,7 @@ __all__ = [
     "ladder_chart",
     "optimize_chart",
     "memory_chart",
+    "explain_chart",
     "parallel_chart",
     "scaling_chart",
     "throughput_chart",
@@ -249,3 +251,34 @@ def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> Non
         limit = tolerance.max_rel_error
         drift_axes.axvline(limit, color="#aa3377", linestyle="--", linewidth=1)
         drift_axes.set_title(f"tolerance {limit:g} (dashed); red: refused by the tolerance")
+
+
+def explain_chart(results: Sequence[Result]) -> bytes | None:
+    """Each profiled configuration's step as one bar, split into its categories' shares."""
+    explained = [(r, r.facts.explanation) for r in results]
+    shown = [(r, e) for r, e in explained if e is not None and e.shares()]
+    if not shown:
+        return None
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(9, 0.5 * len(shown) + 1.8))
+    colors = plt.get_cmap("tab20").colors
+    for y, (_, found) in enumerate(shown):
+        shares = dict(found.shares())
+        left = 0.0
+        for i, name in enumerate(CATEGORIES):
+            width = shares.get(name, 0.0)
+            if width > 0:
+                kept = "_" + name if y else name  # one legend entry per category
+                axes.barh(y, width * 100, left=left, color=colors[i % len(colors)], label=kept)
+                left += width * 100
+    axes.set_yticks(
+        list(range(len(shown))),
+        [_shown(f"#{r.id} {r.spec.workload}: {_series_name(r)}") for r, _ in shown],
+        fontsize=8,
+    )
+    axes.invert_yaxis()
+    axes.set_xlim(0, 100)
+    axes.set_xlabel("share of the measured step (%)")
+    axes.set_title("where the step's time went (profiled after the timed samples)")
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=4)
+    return _png(figure)

@@ -17,8 +17,9 @@ from ..core.result import Result, machine_of, utc_now
 from ..core.version import __version__
 from ..levers import label
 from . import charts
+from .console.explain import explanation_lines
 from .rows import HEADERS, failures, row_cells
-from .text import inert
+from .text import format_seconds, inert
 
 __all__ = ["html_report"]
 
@@ -40,6 +41,7 @@ _CHARTS: tuple[tuple[str, Callable[[Sequence[Result]], bytes | None]], ...] = (
     ("Peak memory", charts.memory_chart),
     ("Scaling with batch size", charts.scaling_chart),
     ("Scaling with data-parallel processes", charts.parallel_chart),
+    ("Where the step's time went", charts.explain_chart),
 )
 
 
@@ -51,6 +53,7 @@ def html_report(results: Sequence[Result], title: str = "accelbench report") -> 
         _machines(results),
         _comparisons(results),
         _charts(results),
+        _explanations(results),
         _failures(results),
     ]
     body = "\n".join(s for s in sections if s)
@@ -149,3 +152,31 @@ def _failures(results: Sequence[Result]) -> str:
     return "<h2>Failed or unsupported</h2>" + _table(
         ("workload", "device", "configuration", "status", "message"), rows
     )
+
+
+def _explanations(results: Sequence[Result]) -> str:
+    """Each profiled configuration's explanation, and its top operators as a table."""
+    parts = []
+    for r in results:
+        found = r.facts.explanation
+        if found is None:
+            continue
+        time = "device" if found.busy_share is not None else "host"
+        rows = [
+            [
+                (o.name, ""),
+                (format_seconds(o.device_s if time == "device" else o.host_s), "num"),
+                (f"{(o.device_s if time == 'device' else o.host_s) / found.step_s:.1%}", "num"),
+                (f"{o.calls:g}", "num"),
+            ]
+            for o in found.top_operators
+        ]
+        head = f"{r.spec.workload} on {r.spec.device} ({label(r.spec)})"
+        lines = "".join(f"<li>{_text(line)}</li>" for line in explanation_lines(r))
+        table = _table(
+            ("operator", f"{time} time a step", "share of the step", "calls a step"), rows
+        )
+        parts.append(f"<h3>{_text(head)}</h3><ul>{lines}</ul>{table}")
+    if not parts:
+        return ""
+    return "<h2>Where the step's time went</h2>" + "\n".join(parts)
