@@ -21,7 +21,7 @@ def explanation_blocks(results: Sequence[Result]) -> str:
     """A block for each result that was profiled (or says why it was not), "" for none."""
     out = []
     for r in results:
-        lines = explanation_lines(r)
+        lines = explanation_lines(r, verdict=False)  # the table's notes above carry it
         if lines:
             head = f"why: {r.spec.workload} {r.spec.device} {label(r.spec)}"
             # stored strings (operator names, the caller's path) are shown, never interpreted
@@ -30,13 +30,13 @@ def explanation_blocks(results: Sequence[Result]) -> str:
     return "".join(out)
 
 
-def explanation_lines(r: Result) -> list[str]:
+def explanation_lines(r: Result, verdict: bool = True) -> list[str]:
     """The explanation's lines, without a heading; [] when the result was not profiled."""
     found = r.facts.explanation
     if found is None:
         reason = r.facts.explain_error
         return [f"not profiled: {reason}"] if reason else []
-    verdict = r.facts.bottleneck
+    bottleneck = r.facts.bottleneck if verdict else None
     return [
         _profiled(found),
         *_busy(found),
@@ -44,7 +44,7 @@ def explanation_lines(r: Result) -> list[str]:
         *_tops(found),
         *_syncs(found),
         *_on_cpu(found),
-        *([f"verdict: {verdict.explanation}"] if verdict else []),
+        *([f"verdict: {bottleneck.explanation}"] if bottleneck else []),
         *found.notes,
         *(
             [f"trace: {found.trace} (open it in ui.perfetto.dev or chrome://tracing)"]
