@@ -70,3 +70,36 @@ def test_without_a_probe_there_is_no_verdict_at_all():
     # MFU would be 50%, but launch-bound cannot be ruled out without the smaller batch
     v = judge(Timing(batch=1, step_s=0.02, flops_per_step=1e12, peak_flops=1e14))
     assert v.kind == "undetermined" and "not timed at a smaller batch" in v.explanation
+
+
+def test_the_advice_names_only_what_can_help_here():
+    # a CPU whose calibrated bf16 peak is far below fp32's, running a token model
+    slow_bf16 = Timing(
+        batch=64,
+        step_s=0.1,
+        probe_batch=16,
+        probe_step_s=0.03,
+        flops_per_step=1e9,
+        peak_flops=1e12,
+        faster_precisions=(),
+        channels_last=False,
+    )
+    v = judge(slow_bf16)
+    assert v.kind == "memory-bound"
+    assert "bf16" not in v.explanation and "channels_last" not in v.explanation
+    assert "torch.compile" in v.explanation
+    gpu = Timing(
+        **{**vars(slow_bf16), "faster_precisions": ("tf32", "bf16"), "channels_last": True}
+    )
+    assert "bf16, channels_last" in judge(gpu).explanation
+
+
+def test_the_analyzer_takes_faster_precisions_from_the_peaks():
+    from accelbench.analysis.metrics import _faster_than_fp32
+    from accelbench.core.peaks import PeakFigures
+
+    cpu = PeakFigures({"fp32": 1e12, "bf16": 1e10}, None, "calibrated")
+    h200 = PeakFigures({"fp32": 6.7e13, "tf32": 4.9e14, "bf16": 9.9e14}, 4.8e12, "datasheet")
+    assert _faster_than_fp32(cpu) == ()
+    assert _faster_than_fp32(h200) == ("tf32", "bf16")
+    assert _faster_than_fp32(None) == ()

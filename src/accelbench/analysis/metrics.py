@@ -70,11 +70,16 @@ class Analyzer:
         per_sample = self._flops[key]
         if pruning is not None and pruning.flops_per_sample is not None:
             per_sample = pruning.flops_per_sample
-        figures = self._figures(result, per_sample, self.peaks(device), device.can_capture_graphs)
+        figures = self._figures(result, per_sample, self.peaks(device), device, workload.images)
         return replace(result, metrics={**result.metrics, **figures})
 
     def _figures(
-        self, result: Result, per_sample: float | None, peaks: PeakFigures | None, graphs: bool
+        self,
+        result: Result,
+        per_sample: float | None,
+        peaks: PeakFigures | None,
+        device: Device,
+        images: bool,
     ) -> dict[str, Any]:
         spec, m = result.spec, result.measurement
         assert m is not None
@@ -106,7 +111,9 @@ class Analyzer:
             bytes_per_step=(2.0 if spec.mode == "train" else 1.0) * memory if memory else None,
             step_ci=_per_step_ci(m, spec.steps_per_block),
             probe_ci=probe.ci if probe else None,
-            graphs=graphs,
+            graphs=device.can_capture_graphs,
+            faster_precisions=_faster_than_fp32(peaks),
+            channels_last=images,
             **_profile_evidence(result),
         )
         out[keys.VERDICT] = judge(timing).to_dict()
@@ -130,3 +137,11 @@ def _profile_evidence(result: Result) -> dict[str, Any]:
         "kernels_per_step": found.kernels_per_step,
         "mean_kernel_s": found.mean_kernel_s,
     }
+
+
+def _faster_than_fp32(peaks: PeakFigures | None) -> tuple[str, ...]:
+    """The low precisions whose peak beats fp32's here; none known without peak figures."""
+    if peaks is None or not peaks.flops.get("fp32"):
+        return ()
+    fp32 = peaks.flops["fp32"]
+    return tuple(p for p in ("tf32", "bf16", "fp16") if (peaks.flops.get(p) or 0) > fp32)

@@ -49,6 +49,10 @@ class Timing:
     kernels_per_step: float | None = None
     mean_kernel_s: float | None = None
     graphs: bool = True  # whether the device can capture CUDA graphs (for the advice)
+    # The low precisions known to be faster than fp32 here (by the calibrated or published
+    # peaks), and whether channels_last can apply: the advice names only what may help.
+    faster_precisions: tuple[str, ...] = ("bf16",)
+    channels_last: bool = True
 
 
 @dataclass(frozen=True)
@@ -184,16 +188,23 @@ def _roofline(t: Timing, scaled: str) -> Verdict:
                 "memory-bound",
                 f"memory-bound: {scaled}; about {intensity:.0f} (estimated) "
                 f"FLOP/byte against the device's ridge point of {ridge:.0f}; MFU "
-                f"{mfu:.0%}; fewer bytes help (bf16, channels_last, fusion by "
-                "torch.compile)",
+                f"{mfu:.0%}; fewer bytes help ({_fewer_bytes(t)})",
             )
     if mfu >= COMPUTE_MFU:
-        return Verdict(
-            "compute-bound",
-            f"compute-bound: {scaled}; MFU {mfu:.0%}; faster math helps (tf32/bf16 tensor cores)",
-        )
+        faster = "/".join(t.faster_precisions)
+        math = f"faster math helps ({faster})" if faster else "no faster precision is known here"
+        return Verdict("compute-bound", f"compute-bound: {scaled}; MFU {mfu:.0%}; {math}")
     return Verdict(
         "memory-bound",
         f"likely memory-bound or held back by non-matrix work: {scaled}; MFU only {mfu:.0%}; "
-        "bf16, channels_last or torch.compile may help",
+        f"{_fewer_bytes(t)} may help",
     )
+
+
+def _fewer_bytes(t: Timing) -> str:
+    """The levers that move fewer bytes here: a low precision only where it is known to be
+    faster than fp32 (a CPU without bf16 units runs it far slower), channels_last only for
+    image models."""
+    low = [p for p in t.faster_precisions if p in ("bf16", "fp16")][:1]
+    layout = ["channels_last"] if t.channels_last else []
+    return ", ".join([*low, *layout, "fusion by torch.compile"])
