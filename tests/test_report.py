@@ -201,3 +201,43 @@ def test_the_data_parallel_chart_appears_when_process_counts_differ():
     assert png is not None and png.startswith(b"\x89PNG")
     assert parallel_chart(results[:1]) is None
     assert "Scaling with data-parallel processes" in html_report(results)
+
+
+def _in_sweep(device, seconds, sweep, rid, workload="seed-cnn"):
+    return Result(
+        spec=RunSpec(workload, device, 64, 20),
+        status="ok",
+        measurement=Measurement(tuple(seconds * (1 + 0.01 * i) for i in range(8))),
+        environment={"host": "h", "machine": "h-1", "device_model": "m"},
+        sweep=sweep,
+        id=rid,
+    )
+
+
+def test_the_report_compares_within_a_sweep_and_its_header_adds_up():
+    # the CPU baseline of sweep "a" must not serve the GPU result of sweep "b"
+    results = [
+        _in_sweep("cuda:0", 0.1, "b", 3),
+        _in_sweep("cuda:0", 0.1, "a", 2),
+        _in_sweep("cpu", 1.0, "a", 1),
+        Result(spec=RunSpec("vgg16", "cuda:0", 64, 1), status="oom", error="out of memory"),
+    ]
+    page = html_report(results)
+    assert "4 results: 3 measured in the results table; 1 failed or unsupported" in page
+    markdown = markdown_report(results)
+    speedups = [
+        line
+        for line in markdown.splitlines()
+        if line.startswith("| seed-cnn | ") and "cuda:0" in line
+    ]
+    assert len(speedups) == 2  # one row per sweep
+    assert sum("10.00x" in line for line in speedups) == 1  # only sweep "a" has a CPU baseline
+    assert "undetermined (the data cannot tell" in page  # every verdict word explained
+
+
+def test_every_bar_is_labelled_uniquely_even_for_identical_configurations():
+    from accelbench.render.charts import _bar_label
+
+    twins = [_in_sweep("cpu", 1.0, "a", 1), _in_sweep("cpu", 1.1, "b", 2)]
+    assert len({_bar_label(r) for r in twins}) == 2
+    assert throughput_chart(twins).startswith(b"\x89PNG")

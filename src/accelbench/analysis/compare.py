@@ -146,15 +146,21 @@ class Comparison:
 
 
 def compare(
-    results: Sequence[Result], by: Dimension, baseline_value: str | None = None
+    results: Sequence[Result],
+    by: Dimension,
+    baseline_value: str | None = None,
+    within_sweep: bool = False,
 ) -> Comparison:
-    """Group results that differ only in `by`; compare each with its group's baseline."""
+    """Group results that differ only in `by`; compare each with its group's baseline. With
+    `within_sweep`, a result is compared only with results of its own sweep (measured side by
+    side), and a configuration measured in several sweeps has a row for each."""
     value_of = _value_reader(results, by)
     groups: dict[tuple[RunSpec, str], dict[str, Result]] = {}
     for r in results:  # newest first: the first result of a configuration wins
         if r.measurement is None:
             continue
-        key = (by.neutral(r.spec), _context(r, by.name))
+        context = _context(r, by.name) + (f"@{r.sweep}" if within_sweep else "")
+        key = (by.neutral(r.spec), context)
         groups.setdefault(key, {}).setdefault(value_of(r), r)
     wanted = baseline_value or by.baseline
     rows = []
@@ -169,7 +175,7 @@ def compare(
 
 def _value_reader(results: Sequence[Result], by: Dimension) -> Callable[[Result], str]:
     read = by.read
-    machines = {machine_of(r.environment) for r in results}
+    machines = {machine_of(r.environment) for r in results if r.measurement is not None}
     if by is DEVICE and len(machines) > 1:  # two machines' "cpu" are different devices
         return lambda r: f"{machine_of(r.environment)}/{read(r)}"
     return read

@@ -4,7 +4,7 @@ nothing to draw (no optimization ladder, no batch sweep), so a report shows only
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
@@ -58,61 +58,108 @@ def _png(figure: object) -> bytes:
     return buffer.getvalue()
 
 
-def _bars(title: str, labels: list[str], values: list[float], unit: str) -> bytes:
-    plt = _pyplot()
-    figure, axes = plt.subplots(figsize=(9, 0.45 * len(labels) + 1.2))
-    positions = range(len(labels))
-    axes.barh(list(positions), values, color="#4477aa")
-    axes.set_yticks(list(positions), [_shown(t) for t in labels], fontsize=8)
-    axes.invert_yaxis()
-    positive = [v for v in values if v > 0]
-    if positive and max(positive) / min(positive) > 100:  # workloads differ by orders of size
-        axes.set_xscale("log")
-        unit += " (log scale)"
-    axes.set_xlabel(unit)
-    axes.set_title(title)
-    for y, value in zip(positions, values, strict=True):
-        text = f" {value:,.0f}" if value >= 100 else f" {value:.3g}"
-        axes.text(value, y, text, va="center", fontsize=8)
-    return _png(figure)
-
-
 def throughput_chart(results: Sequence[Result]) -> bytes | None:
-    """Samples/s of every measured result: seed 000's table as bars."""
+    """Samples/s per workload, one panel each (workloads differ by orders of magnitude), bars
+    sorted, each with the 95% interval of its median from the raw samples."""
     ok = _ok(results)
     if not ok:
         return None
-    labels = [f"{r.spec.workload}: {_series_name(r)}" for r in ok]
-    return _bars("throughput", labels, [r.samples_per_second or 0.0 for r in ok], "samples/s")
+
+    def bar(r: Result) -> tuple[float, float, float]:
+        m = r.measurement
+        assert m is not None
+        per = r.samples_per_block
+        low, high = m.rate.ci_low, m.rate.ci_high
+        median = m.rate.median * per
+        if low is None or high is None:  # too few samples for an interval: no whisker
+            return median, median, median
+        return median, low * per, high * per
+
+    return _panels("throughput (samples/s), median and 95% CI", ok, bar)
 
 
 def memory_chart(results: Sequence[Result]) -> bytes | None:
+    """Peak memory per workload, one panel each, sorted (one reading per result: no interval)."""
     ok = [r for r in _ok(results) if r.peak_memory]
-    if not ok:
-        return None
-    labels = [f"{r.spec.workload}: {_series_name(r)}" for r in ok]
-    return _bars("peak memory", labels, [(r.peak_memory or 0) / 2**20 for r in ok], "MiB")
+
+    def bar(r: Result) -> tuple[float, float, float]:
+        mib = (r.peak_memory or 0) / 2**20
+        return mib, mib, mib
+
+    return _panels("peak memory (MiB), one reading each", ok, bar) if ok else None
+
+
+def _bar_label(r: Result) -> str:
+    """Unique for each bar: the result's id, then what it is."""
+    return f"#{r.id} {_series_name(r)}" if r.id is not None else _series_name(r)
+
+
+def _panels(
+    title: str, results: Sequence[Result], bar: Callable[[Result], tuple[float, float, float]]
+) -> bytes:
+    """One horizontal bar panel per workload, largest first, with (median, low, high) whiskers."""
+    plt = _pyplot()
+    by_workload: dict[str, list[Result]] = {}
+    for r in results:
+        by_workload.setdefault(r.spec.workload, []).append(r)
+    heights = [0.35 * len(rs) + 0.9 for rs in by_workload.values()]
+    figure, axes_list = plt.subplots(
+        len(by_workload),
+        1,
+        figsize=(9, sum(heights) + 0.6),
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights},
+        layout="constrained",  # each panel's title clear of the one above's axis
+    )
+    for axes, (workload, members) in zip(axes_list[:, 0], by_workload.items(), strict=True):
+        drawn = sorted(((bar(r), r) for r in members), key=lambda pair: -pair[0][0])
+        values = [v for (v, _, _), _ in drawn]
+        whiskers = [[v - lo for (v, lo, _), _ in drawn], [hi - v for (v, _, hi), _ in drawn]]
+        spread = any(any(side) for side in whiskers)  # a single reading has none to draw
+        positions = list(range(len(drawn)))
+        axes.barh(
+            positions,
+            values,
+            xerr=whiskers if spread else None,
+            color="#4477aa",
+            ecolor="#222",
+            capsize=3,
+        )
+        axes.set_yticks(positions, [_shown(_bar_label(r)) for _, r in drawn], fontsize=8)
+        axes.invert_yaxis()
+        axes.set_title(_shown(workload), fontsize=9, loc="left")
+        for y, ((value, _, high), _) in zip(positions, drawn, strict=True):
+            text = f" {value:,.0f}" if value >= 100 else f" {value:.3g}"
+            axes.text(max(value, high), y, text, va="center", fontsize=8)  # clear of the whisker
+    figure.suptitle(title)
+    return _png(figure)
 
 
 def ladder_chart(results: Sequence[Result]) -> bytes | None:
-    """Speedup of each optimized configuration over fp32 eager, per workload and device."""
+    """Speedup of each optimized configuration over fp32 eager of the same sweep (measured side
+    by side), per workload, with the bootstrap 95% interval of the ratio."""
+    from ..analysis.compare import speedup
+
     ok = _ok(results)
-    # The newest result of each configuration on each machine: "cpu" exists on every machine.
-    by_spec = {(machine_of(r.environment), r.spec): r for r in reversed(ok)}
-    labels, values = [], []
+    # The newest result of each configuration in each sweep on each machine.
+    by_spec = {(machine_of(r.environment), r.sweep, r.spec): r for r in reversed(ok)}
+    ratios: dict[int, tuple[float, float, float]] = {}
+    drawn = []
     for r in ok:
         if r.facts.optimize is not None:
             continue  # drawn with its drift by optimize_chart
-        eager = levers.eager(r.spec)
-        base = by_spec.get((machine_of(r.environment), eager))
+        base = by_spec.get((machine_of(r.environment), r.sweep, levers.eager(r.spec)))
         if base is None or base.spec == r.spec or base.measurement is None:
             continue
-        assert r.measurement is not None
-        labels.append(f"{r.spec.workload}: {_series_name(r)}")
-        values.append(r.measurement.rate.median / base.measurement.rate.median)
-    if not labels:
+        found = speedup(r, base)
+        high = found.ratio if found.no_interval else found.high
+        low = found.ratio if found.no_interval else found.low
+        ratios[id(r)] = (found.ratio, low, high)
+        drawn.append(r)
+    if not drawn:
         return None
-    return _bars("speedup over fp32 eager (ratio of medians)", labels, values, "x")
+    title = "speedup over fp32 eager of the same sweep (ratio of medians, 95% CI)"
+    return _panels(title, drawn, lambda r: ratios[id(r)])
 
 
 def scaling_chart(results: Sequence[Result]) -> bytes | None:

@@ -34,6 +34,51 @@ th { background: #f2f2f2; }
 img { max-width: 100%; border: 1px solid #eee; margin-bottom: 1.5em; }
 """
 
+# Every word of the results table's columns, said once.
+_WORDS = (
+    ("workload", "the model and its data (`accelbench workloads` lists them)"),
+    (
+        "device",
+        "where it ran, as PyTorch names it; machine/device when the results come from "
+        "several machines",
+    ),
+    ("model", "what the device calls itself"),
+    (
+        "configuration",
+        "train (forward, loss, backward, optimizer step) or infer; the precision "
+        "(fp32 with TF32 off, tf32, fp16 or bf16 autocast); bN the batch size; then each "
+        "optimization switched on",
+    ),
+    (
+        "it/s",
+        "its per second, the median over the timed its (warm-up excluded; the device "
+        "synchronized at each it's boundaries); an it is the workload's steps on one batch",
+    ),
+    ("95% CI", "the distribution-free 95% confidence interval of that median"),
+    ("samples/s", "the median it/s times the samples in an it"),
+    (
+        "vs CPU",
+        "the ratio of median samples/s against the same configuration on the CPU of the "
+        "same machine, measured in the same sweep (side by side), with a bootstrap 95% CI from "
+        "the raw samples; (n.s.): the interval holds 1, so no difference can be told",
+    ),
+    (
+        "verdict",
+        "what bounds the step: launch-bound (the device waits on the host: the step "
+        "time hardly grows with the batch, or the profile shows the device idle), compute-bound "
+        "(a high share of the peak FLOP/s), memory-bound (too few FLOPs per byte moved for the "
+        "device's ridge point, or a low MFU), undetermined (the data cannot tell: no smaller-batch "
+        "timing, no peak figures, or a machine too noisy; the console's notes say which)",
+    ),
+)
+_LEGEND = (
+    "<dl>"
+    + "".join(
+        f"<dt><b>{escape(word)}</b></dt><dd>{escape(meaning)}</dd>" for word, meaning in _WORDS
+    )
+    + "</dl>"
+)
+
 _CHARTS: tuple[tuple[str, Callable[[Sequence[Result]], bytes | None]], ...] = (
     ("Throughput per device and workload", charts.throughput_chart),
     ("Speedup ladder of the optimizations", charts.ladder_chart),
@@ -48,8 +93,7 @@ _CHARTS: tuple[tuple[str, Callable[[Sequence[Result]], bytes | None]], ...] = (
 def html_report(results: Sequence[Result], title: str = "accelbench report") -> str:
     sections = [
         f"<h1>{escape(title)}</h1>",
-        f"<p>{len(results)} result(s), made {escape(utc_now())} by accelbench "
-        f"{escape(__version__)}.</p>",
+        f"<p>{_counts(results)} Made {escape(utc_now())} by accelbench {escape(__version__)}.</p>",
         _machines(results),
         _comparisons(results),
         _charts(results),
@@ -62,6 +106,25 @@ def html_report(results: Sequence[Result], title: str = "accelbench report") -> 
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head>\n<body>\n{body}\n"
         "</body></html>\n"
     )
+
+
+def _counts(results: Sequence[Result]) -> str:
+    """What the page holds, so the header adds up with the tables below it."""
+    rows = len(compare(results, DEVICE, within_sweep=True).rows)
+    failed = len(failures(results))
+    measured = sum(1 for r in results if r.measurement is not None)
+    other = len(results) - measured - failed
+    parts = [f"{len(results)} results: {rows} measured in the results table"]
+    if measured > rows:
+        parts.append(
+            f"{measured - rows} older measurements of the same configuration in the "
+            "same sweep not shown"
+        )
+    if failed:
+        parts.append(f"{failed} failed or unsupported, listed at the end")
+    if other:
+        parts.append(f"{other} verify results (no timing)")
+    return escape("; ".join(parts) + ".")
 
 
 def _text(text: str) -> str:
@@ -85,11 +148,12 @@ def _machines(results: Sequence[Result]) -> str:
     for r in results:
         machine = machine_of(r.environment)
         facts.setdefault(machine, {}).update(r.environment)
-        model = r.environment.get("device_model", "?")
-        devices.setdefault(machine, set()).add(f"{r.spec.device}: {model}")
+        model = r.environment.get("device_model", "")
+        if model and r.measurement is not None:  # a device that measured something
+            devices.setdefault(machine, set()).add(f"{r.spec.device}: {model}")
     parts = ["<h2>Machines</h2>"]
     for machine, known in sorted(facts.items()):
-        shown = {**known, "devices": "; ".join(sorted(devices[machine]))}
+        shown = {**known, "devices": "; ".join(sorted(devices.get(machine, ()))) or "none measured"}
         rows = [
             [(k, ""), (str(v), "")]
             for k, v in sorted(shown.items())
@@ -100,7 +164,7 @@ def _machines(results: Sequence[Result]) -> str:
 
 
 def _comparisons(results: Sequence[Result]) -> str:
-    comparison = compare(results, DEVICE)
+    comparison = compare(results, DEVICE, within_sweep=True)
     rows = []
     for row in comparison.rows:
         cells = row_cells(row)
@@ -111,14 +175,7 @@ def _comparisons(results: Sequence[Result]) -> str:
         verdict = bottleneck.kind if bottleneck else ""
         rows.append([*zip(cells, classes, strict=True), (verdict, "")])
     headers = (*HEADERS, "verdict")
-    note = (
-        "<p>it/s: median over timed its, with the distribution-free 95% CI of the median. "
-        "vs CPU: ratio of median samples/s against the same configuration on the CPU, with a "
-        "bootstrap "
-        "95% CI from the raw samples; (n.s.) marks a difference the interval cannot tell from "
-        "none.</p>"
-    )
-    return "<h2>Results</h2>" + note + _table(headers, rows)
+    return "<h2>Results</h2>" + _table(headers, rows) + _LEGEND
 
 
 def _charts(results: Sequence[Result]) -> str:

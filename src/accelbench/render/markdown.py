@@ -21,7 +21,7 @@ def _cell(text: object) -> str:
 
 
 def markdown_report(results: Sequence[Result]) -> str:
-    comparison = compare(results, DEVICE)
+    comparison = compare(results, DEVICE, within_sweep=True)
     lines = ["| " + " | ".join(HEADERS) + " |", "|---|---|---|---|---:|---:|---:|---:|"]
     for row in comparison.rows:
         lines.append("| " + " | ".join(_cell(c) for c in row_cells(row)) + " |")
