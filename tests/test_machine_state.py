@@ -68,7 +68,9 @@ def test_an_unreadable_proc_stat_is_said_not_guessed():
         pass
     assert meter.state is not None and meter.state.other_cpu_cores is None
     assert "/proc/stat not readable" in meter.state.host_unavailable
-    assert not any("other processes" in note for note in machine_state_notes(meter.state))
+    notes = machine_state_notes(meter.state)
+    assert meter.state.host_unavailable in notes
+    assert not any("other processes used" in note for note in notes)
 
 
 def test_the_warnings_name_what_else_used_the_machine():

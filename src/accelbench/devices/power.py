@@ -289,11 +289,14 @@ class NvmlPower:
             raise PowerUnavailable(f"{self.name}: {function} failed: {err}") from None
 
 
-def open_nvml(index: int, uuid: str | None) -> tuple[Any, Any]:
-    """(pynvml, the GPU's handle), NVML started; PowerUnavailable saying why not. Each open
-    needs its close_nvml. The machine-state meter (devices/state) reads NVML this way too."""
+def open_nvml(
+    index: int, uuid: str | None, purpose: str = "GPU power through NVML"
+) -> tuple[Any, Any]:
+    """(pynvml, the GPU's handle), NVML started; PowerUnavailable saying why not (`purpose`
+    names what needs nvidia-ml-py). Each open needs its close_nvml. The machine-state meter
+    (devices/state) reads NVML this way too."""
     try:
-        pynvml = require("pynvml", "power", "GPU power through NVML", "nvidia-ml-py")
+        pynvml = require("pynvml", "power", purpose, "nvidia-ml-py")
     except MissingDependency as err:  # no power figure is not an error: the run goes on
         raise PowerUnavailable(str(err)) from None
     try:

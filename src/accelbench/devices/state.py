@@ -104,7 +104,9 @@ class HostReader:
             first = self._stat().splitlines()[0].split()
             user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, first[1:9])
         except (OSError, IndexError, ValueError) as err:
-            self.unavailable = f"no other processes' CPU time: /proc/stat not readable ({err})"
+            self.unavailable = (
+                f"other processes' CPU use not recorded: /proc/stat not readable ({err})"
+            )
             return HostCounters(at, own)
         # guest time is already inside user and nice; idle, iowait and steal are not busy here
         busy = (user + nice + system + irq + softirq) / self.ticks_per_s
@@ -139,7 +141,7 @@ def _load_average() -> tuple[float | None, str]:
     try:
         return os.getloadavg()[0], ""
     except (AttributeError, OSError):  # Windows has none
-        return None, f"no load average on {sys.platform}"
+        return None, f"load average not recorded: {sys.platform} has none"
 
 
 # --- the GPU ----------------------------------------------------------------------------------
@@ -190,9 +192,10 @@ class NvmlState:
                 self._nvml = self._given
                 self._handle = self._given.nvmlDeviceGetHandleByIndex(self.index)
             else:
-                self._nvml, self._handle = open_nvml(self.index, self.uuid)
+                purpose = "GPU clocks and temperature through NVML"
+                self._nvml, self._handle = open_nvml(self.index, self.uuid, purpose)
         except PowerUnavailable as err:
-            self._why = str(err).replace("GPU power through NVML", "GPU clocks through NVML")
+            self._why = str(err)
             return
         self.sample()
 

@@ -51,7 +51,7 @@ def derived_notes(r: Result) -> list[str]:
 
 def machine_state_notes(state: MachineState) -> list[str]:
     """Warnings that something else used the machine, or the GPU throttled, while timing; and
-    what of the GPU could not be read."""
+    what of the host or the GPU could not be read."""
     notes = []
     slack = state.cpu_resolution_cores or 0.0  # below it, a figure is the counters' ticking
     if (other := state.other_cpu_cores) is not None and other > OTHER_CPU_WARN_CORES + slack:
@@ -80,7 +80,7 @@ def machine_state_notes(state: MachineState) -> list[str]:
             f"{state.other_gpu_processes} other process(es) used the GPU during the timed "
             f"samples{f' (pid {pids})' if pids else ''}: {NOISY}"
         )
-    return [*notes, state.gpu_unavailable] if state.gpu_unavailable else notes
+    return notes + [why for why in (state.host_unavailable, state.gpu_unavailable) if why]
 
 
 def _power_notes(power: Power) -> list[str]:
