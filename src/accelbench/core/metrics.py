@@ -7,7 +7,8 @@ frozen value. Writers use the key constants; readers use `result.facts` (a `Metr
 Who writes which keys (units are on each value's fields below):
 - engine/runner: setup_s (s), probe, probe_error, drift, power, joules_per_sample,
   samples_per_s_per_watt, power_warning, power_unavailable, memory_tensors_only; overhead's
-  warmup_s, timed_s, probe_s, drift_s
+  warmup_s, timed_s, probe_s, drift_s; machine_state (devices/state's reading of the host's
+  load and the GPU's clocks over the timed samples)
 - engine/profile (with --profile or `explain`): explain (an Explanation, core/explanation),
   explain_error (why there is none); overhead's profile_s
 - engine/worker: overhead's start_s, import_s, wall_s (where one configuration's seconds went)
@@ -40,6 +41,7 @@ __all__ = [
     "EXPLAIN_ERROR",
     "FLOPS_PER_SAMPLE",
     "JOULES_PER_SAMPLE",
+    "MACHINE_STATE",
     "MAX_BATCH",
     "MAX_BATCH_LIMIT_REACHED",
     "MAX_BATCH_PROBES",
@@ -70,6 +72,7 @@ __all__ = [
     "Bottleneck",
     "Drift",
     "Flops",
+    "MachineState",
     "MaxBatchSearch",
     "Metrics",
     "OnnxRuntimeFacts",
@@ -116,6 +119,7 @@ VERIFY = "verify"
 OVERHEAD = "overhead"
 EXPLAIN = "explain"
 EXPLAIN_ERROR = "explain_error"
+MACHINE_STATE = "machine_state"
 
 
 def _group(metrics: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
@@ -225,6 +229,50 @@ class Power:
             samples_per_s_per_watt=float(metrics[SAMPLES_PER_S_PER_WATT]),
             warning=str(metrics.get(POWER_WARNING, "")),
         )
+
+
+@dataclass(frozen=True)
+class MachineState:
+    """What else the machine was doing while the timed samples ran (`machine_state`).
+
+    CPU figures are cores on average over `seconds` (1.0: one core busy the whole time); the GPU
+    figures are the least and most seen in NVML readings at both ends and every 0.2 s between.
+    None, or an empty tuple, where not read; the `*_unavailable` texts say why.
+    """
+
+    seconds: float  # the interval the host was read over
+    cores: int | None = None  # the host's logical CPUs
+    other_cpu_cores: float | None = None  # CPU time of processes other than ours (and children)
+    steal_cores: float | None = None  # time the hypervisor ran other guests on our CPUs
+    # how far the two CPU figures can be off from the counters' ticks alone (10 ms each)
+    cpu_resolution_cores: float | None = None
+    load_average_1m: float | None = None  # at the end
+    host_unavailable: str = ""  # what of the host could not be read, and why
+    gpu_readings: int = 0  # NVML readings taken
+    sm_clock_min_mhz: int | None = None
+    sm_clock_max_mhz: int | None = None
+    memory_clock_min_mhz: int | None = None
+    memory_clock_max_mhz: int | None = None
+    temperature_max_c: int | None = None
+    throttle_reasons: tuple[str, ...] = ()  # every reason seen, idle and app-clock bits left out
+    other_gpu_processes: int = 0  # the most processes other than ours seen on the GPU at once
+    other_gpu_pids: tuple[int, ...] = ()  # their ids, where NVML's ids are this PID namespace's
+    gpu_unavailable: str = ""  # what of the GPU could not be read, and why
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> MachineState | None:
+        found = _group(metrics, MACHINE_STATE)
+        if found is None:
+            return None
+        names = {f.name for f in fields(cls)}
+        kept = {k: v for k, v in found.items() if k in names}  # a later writer's extra keys
+        for name in ("throttle_reasons", "other_gpu_pids"):
+            kept[name] = tuple(kept.get(name, ()))
+        return cls(**kept)
+
+    def to_metrics(self) -> dict[str, Any]:
+        """What `from_metrics` reads."""
+        return {MACHINE_STATE: asdict(self)}
 
 
 @dataclass(frozen=True)
@@ -597,6 +645,10 @@ class Metrics:
     def verification(self) -> Verification | None:
         return Verification.from_metrics(self.raw)
 
+    @property
+    def machine_state(self) -> MachineState | None:
+        return MachineState.from_metrics(self.raw)
+
 
 # What each key holds, for `check_metrics`: one JSON type, or an object (a group). None passes
 # everywhere: writers store it for "no figure".
@@ -626,6 +678,7 @@ _GROUPS: dict[str, type] = {
     OPTIMIZE: OptimizeTag,
     VERIFY: Verification,
     OVERHEAD: Overhead,
+    MACHINE_STATE: MachineState,
 }
 _VIEWS = [name for name, member in vars(Metrics).items() if isinstance(member, property)]
 _VIEW_KEYS = {"bottleneck": VERDICT, "parallel": RANKS, "verification": VERIFY}

@@ -17,6 +17,7 @@ import torch
 
 from ..errors import DeviceError
 from .power import PowerMeter
+from .state import StateMeter
 
 __all__ = [
     "Device",
@@ -155,6 +156,11 @@ class Device:
         """A meter for this device's power over a region, or one that says why there is none."""
         return self.backend.power_meter(self.index)
 
+    def state_meter(self) -> StateMeter:
+        """A meter for what else the machine did over a region: the host's load, and where the
+        device can say, its clocks, temperature, throttling and other processes on it."""
+        return self.backend.state_meter(self.index)
+
     def runtime_facts(self) -> dict[str, str]:
         """Driver and runtime versions, for the environment fingerprint."""
         return self.backend.runtime_facts(self.index)
@@ -272,6 +278,10 @@ class DeviceBackend:
 
     def power_meter(self, index: int) -> PowerMeter:
         return PowerMeter(None, f"accelbench knows no power counter for {self.kind} devices")
+
+    def state_meter(self, index: int) -> StateMeter:
+        reason = "" if self.is_host else f"accelbench reads no clocks or temperature of {self.kind}"
+        return StateMeter(None, reason)
 
     def capture_graph(self, index: int, step: Callable[[], None]) -> Callable[[], None]:
         raise DeviceError(f"{self.kind} cannot capture graphs")

@@ -15,6 +15,7 @@ import torch
 
 from .base import Device, DeviceBackend, DtypeSupport, EventTimer, MemoryReading, Timer
 from .power import NvmlPower, PowerMeter
+from .state import NvmlState, StateMeter
 
 __all__ = ["CudaBackend"]
 
@@ -89,9 +90,12 @@ class CudaBackend(DeviceBackend):
     def power_meter(self, index: int) -> PowerMeter:
         if torch.version.hip is not None:
             return PowerMeter(None, "AMD GPU power is not read by accelbench yet")
-        # NVML numbers GPUs its own way; the UUID names the same GPU in both.
-        uuid = str(getattr(torch.cuda.get_device_properties(index), "uuid", "")) or None
-        return PowerMeter(NvmlPower(index, uuid=uuid))
+        return PowerMeter(NvmlPower(index, uuid=_uuid(index)))
+
+    def state_meter(self, index: int) -> StateMeter:
+        if torch.version.hip is not None:
+            return StateMeter(None, "AMD GPU clocks and temperature are not read by accelbench yet")
+        return StateMeter(NvmlState(index, uuid=_uuid(index)))
 
     def capture_graph(self, index: int, step: Callable[[], None]) -> Callable[[], None]:
         # PyTorch's whole-network recipe: warm up on a side stream (so lazily created state
@@ -117,6 +121,11 @@ class CudaBackend(DeviceBackend):
             facts["cudnn"] = str(torch.backends.cudnn.version())
         facts["driver"] = _nvidia_driver_version(index) or "unknown"
         return facts
+
+
+def _uuid(index: int) -> str | None:
+    # NVML numbers GPUs its own way; the UUID names the same GPU in both.
+    return str(getattr(torch.cuda.get_device_properties(index), "uuid", "")) or None
 
 
 def _bf16(index: int) -> bool:

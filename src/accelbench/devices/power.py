@@ -39,6 +39,8 @@ __all__ = [
     "PowerUnavailable",
     "PowermetricsPower",
     "RaplPower",
+    "close_nvml",
+    "open_nvml",
 ]
 
 THREAD_NAME = "accelbench-power"
@@ -266,27 +268,10 @@ class NvmlPower:
         self._points.append((time.perf_counter(), milliwatts / 1000))
 
     def _open(self) -> None:
-        try:
-            pynvml = require("pynvml", "power", "GPU power through NVML", "nvidia-ml-py")
-        except MissingDependency as err:  # no power figure is not an error: the run goes on
-            raise PowerUnavailable(str(err)) from None
-        try:
-            pynvml.nvmlInit()
-        except pynvml.NVMLError as err:
-            raise PowerUnavailable(f"NVML did not start (no NVIDIA driver?): {err}") from None
-        self._nvml = pynvml
-        try:
-            if self.uuid is None:
-                self._handle = pynvml.nvmlDeviceGetHandleByIndex(self.index)
-            else:
-                self._handle = pynvml.nvmlDeviceGetHandleByUUID(_nvml_uuid(self.uuid))
-        except pynvml.NVMLError as err:
-            raise PowerUnavailable(f"NVML has no GPU {self.uuid or self.index}: {err}") from None
+        self._nvml, self._handle = open_nvml(self.index, self.uuid)
 
     def _close(self) -> None:
-        if self._nvml is not None:
-            with contextlib.suppress(self._nvml.NVMLError):
-                self._nvml.nvmlShutdown()  # NVML counts inits; each needs its shutdown
+        close_nvml(self._nvml)
         self._nvml = self._handle = None
 
     def _has_energy_counter(self) -> bool:
@@ -302,6 +287,36 @@ class NvmlPower:
             return int(getattr(self._nvml, function)(self._handle))
         except self._nvml.NVMLError as err:
             raise PowerUnavailable(f"{self.name}: {function} failed: {err}") from None
+
+
+def open_nvml(
+    index: int, uuid: str | None, purpose: str = "GPU power through NVML"
+) -> tuple[Any, Any]:
+    """(pynvml, the GPU's handle), NVML started; PowerUnavailable saying why not (`purpose`
+    names what needs nvidia-ml-py). Each open needs its close_nvml. The machine-state meter
+    (devices/state) reads NVML this way too."""
+    try:
+        pynvml = require("pynvml", "power", purpose, "nvidia-ml-py")
+    except MissingDependency as err:  # no power figure is not an error: the run goes on
+        raise PowerUnavailable(str(err)) from None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as err:
+        raise PowerUnavailable(f"NVML did not start (no NVIDIA driver?): {err}") from None
+    try:
+        if uuid is None:
+            return pynvml, pynvml.nvmlDeviceGetHandleByIndex(index)
+        return pynvml, pynvml.nvmlDeviceGetHandleByUUID(_nvml_uuid(uuid))
+    except pynvml.NVMLError as err:
+        close_nvml(pynvml)
+        raise PowerUnavailable(f"NVML has no GPU {uuid or index}: {err}") from None
+
+
+def close_nvml(pynvml: Any) -> None:
+    """Undo one open_nvml; nothing when `pynvml` is None."""
+    if pynvml is not None:
+        with contextlib.suppress(pynvml.NVMLError):
+            pynvml.nvmlShutdown()  # NVML counts inits; each needs its shutdown
 
 
 def _nvml_uuid(uuid: str) -> bytes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -71,14 +71,15 @@ def measure(
     new_timer: Callable[[], Timer],
     stop: StopRule,
     on_block: Callable[[int, float], None] | None = None,
-    timed_phase: AbstractContextManager[Any] | None = None,
+    timed_phase: AbstractContextManager[Any] | Sequence[AbstractContextManager[Any]] = (),
 ) -> Measurement:
     """Run `stop.warmup` warm-up blocks, then timed samples until `stop` says enough.
 
     Warm-up blocks are timed the same way (first-step costs such as compilation, cuDNN
     autotuning and allocator growth show there) but kept apart from the samples.
     `on_block(i, seconds)` is called after each warm-up block and timed sample, i counting from
-    0 across both. `timed_phase` (a power meter, say) is entered around the timed samples only.
+    0 across both. `timed_phase` (a power meter, say, or several: the first outermost) is
+    entered around the timed samples only.
     """
     report = on_block or (lambda i, seconds: None)
     warmup: list[float] = []
@@ -90,7 +91,10 @@ def measure(
     repeat = _repeat(stop, warmup)
     samples: list[float] = []
     elapsed = 0.0
-    with timed_phase or contextlib.nullcontext():
+    phases = timed_phase if isinstance(timed_phase, Sequence) else (timed_phase,)
+    with contextlib.ExitStack() as stack:
+        for phase in phases:
+            stack.enter_context(phase)
         while not stop.done(samples, elapsed):
             samples.append(_time(run_block, new_timer, repeat))
             elapsed += samples[-1]

@@ -145,9 +145,10 @@ def _time(
         device.synchronize()
         setup = time.perf_counter() - started
         meter = device.power_meter()  # read over the timed samples, not the warm-up
-        measurement = measure(block_function(prep), prep.timer, stop, on_block, meter)
+        state = device.state_meter()
+        measurement = measure(block_function(prep), prep.timer, stop, on_block, (meter, state))
     memory = prep.peak_memory()  # before the drift check builds anything more
-    recorded = dict(prep.info)
+    recorded = {**prep.info, **state.to_metrics()}
     profile_s = None
     if profile is not None:  # after the samples, never inside them
         started = time.perf_counter()

@@ -8,6 +8,7 @@ duration so the loop can be summarized honestly afterwards.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from typing import Generic, TypeVar
 
@@ -41,6 +42,23 @@ class _RateColumn(ProgressColumn):
         return Text("?" if speed is None else f"{speed:.2f}it/s")
 
 
+class _TimeLeftColumn(TimeRemainingColumn):
+    """Time left, as rich estimates it from the last 30 s of progress; where that window holds
+    too few steps to say (a sweep whose configurations take minutes each), from the average
+    step since the task began."""
+
+    def render(self, task: Task) -> Text:
+        if task.total is None or task.finished or task.time_remaining is not None:
+            return super().render(task)
+        elapsed = task.elapsed
+        if not elapsed or not task.completed or task.remaining is None:
+            return super().render(task)
+        seconds = math.ceil(elapsed / task.completed * task.remaining)
+        minutes, second = divmod(seconds, 60)
+        hours, minute = divmod(minutes, 60)
+        return Text(f"{hours:d}:{minute:02d}:{second:02d}", style="progress.remaining")
+
+
 def _as_device(device: Device | torch.device | str | None) -> Device:
     if isinstance(device, Device):
         return device
@@ -48,14 +66,15 @@ def _as_device(device: Device | torch.device | str | None) -> Device:
 
 
 def progress_bar(console: Console | None = None, disable: bool = False) -> Progress:
-    """The progress bar accelbench uses everywhere: on stderr, off when not a terminal."""
+    """The progress bar accelbench uses everywhere: on stderr, off when not a terminal; each
+    task with a known total shows an estimate of the time it has left."""
     console = console or Console(stderr=True)
     return Progress(
         TextColumn("{task.description}", markup=False),  # names are text, not markup
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        TimeRemainingColumn(),
+        _TimeLeftColumn(),
         _RateColumn(),
         console=console,
         disable=disable or not console.is_terminal,
