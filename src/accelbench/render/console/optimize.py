@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ...levers import label
 from ..text import format_bytes, number
-from .run_notes import onnxruntime_note
+from .run_notes import machine_state_notes, onnxruntime_note
 from .table import new_table, render_table
 
 if TYPE_CHECKING:  # the types only: the optimize workflow imports torch
@@ -49,6 +49,7 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
     not_tried = {**ladder.not_tried, **dict(outcome.not_tried)}
     notes += [f"not tried: {name}: {why}" for name, why in not_tried.items()]
     notes += _backend_notes(verdicts)
+    notes += _state_notes(verdicts)
     tolerance = ladder.tolerance
     notes.append(
         f"drift: outputs against the fp32 model's on the benchmark's batch (same weights); "
@@ -79,6 +80,18 @@ def _backend_notes(verdicts: Sequence[Assessment]) -> list[str]:
         if ort and r.measurement is not None:
             notes.append(f"{v.rung.name}: {onnxruntime_note(ort, r.peak_memory_meaning)}")
     return notes
+
+
+def _state_notes(verdicts: Sequence[Assessment]) -> list[str]:
+    """The machine-state warnings of the measured variants, each once with the variants it
+    concerns: a figure taken while something else used the machine is not to be trusted."""
+    found: dict[str, list[str]] = {}
+    for v in verdicts:
+        state = v.result.facts.machine_state
+        if state is not None and v.result.measurement is not None:
+            for note in machine_state_notes(state):
+                found.setdefault(note, []).append(v.rung.name)
+    return [f"{'; '.join(names)}: {note}" for note, names in found.items()]
 
 
 _FAILED = {"error": "does not apply", "oom": "OOM", "unsupported": "cannot run here"}
