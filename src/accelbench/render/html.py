@@ -104,7 +104,7 @@ def _comparisons(results: Sequence[Result]) -> str:
     rows = []
     for row in comparison.rows:
         cells = row_cells(row)
-        classes = ["", "", "", "", "num", "num", "num", "num"]
+        classes = ["", "", "", "", *["num"] * (len(cells) - 4)]
         if row.speedup and not row.speedup.significant:
             classes[-1] = "num ns"
         bottleneck = row.result.facts.bottleneck
