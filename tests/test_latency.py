@@ -15,6 +15,7 @@ from accelbench.core.metrics import P99_MIN_SAMPLES, Latency, check_metrics
 from accelbench.devices import resolve_devices
 from accelbench.engine import runner
 from accelbench.engine.measure import StopRule
+from accelbench.render.html import html_report
 from accelbench.render.markdown import markdown_report
 from accelbench.render.rows import LATENCY_HEADER, latency_cell
 from accelbench.store.db import Store
@@ -80,13 +81,15 @@ def test_the_latency_survives_export_and_import(swept, tmp_path):
         assert back[key].facts.latency == found[key].facts.latency is not None
 
 
-def test_the_markdown_report_has_the_latency_column(swept):
+def test_the_reports_have_the_latency_column(swept):
     _, found, _ = swept
     report = markdown_report(list(found.values()))
     header, align = report.splitlines()[:2]
     assert LATENCY_HEADER in header and header.count("|") == align.count("|")
-    latency = found["infer", 8].facts.latency
-    assert latency is not None and latency_cell(found["infer", 8]) in report
+    cell = latency_cell(found["infer", 8])
+    assert cell != "—" and cell in report
+    page = html_report(list(found.values()))
+    assert f"<th>{LATENCY_HEADER}</th>" in page and f">{cell}</td>" in page
 
 
 def test_no_latency_leaves_it_out(tmp_path):

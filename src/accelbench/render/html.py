@@ -13,12 +13,13 @@ from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
 from ..analysis.compare import DEVICE, compare
+from ..core.metrics import P99_MIN_SAMPLES
 from ..core.result import Result, machine_of, utc_now
 from ..core.version import __version__
 from ..levers import label
 from . import charts
 from .console.explain import explanation_lines
-from .rows import HEADERS, failures, row_cells
+from .rows import HEADERS, LATENCY_HEADER, failures, row_cells
 from .text import format_seconds, inert
 
 __all__ = ["html_report"]
@@ -116,7 +117,8 @@ def _comparisons(results: Sequence[Result]) -> str:
         "vs CPU: ratio of median samples/s against the same configuration on the CPU, with a "
         "bootstrap "
         "95% CI from the raw samples; (n.s.) marks a difference the interval cannot tell from "
-        "none.</p>"
+        f"none. {LATENCY_HEADER}: per-request latency, the configuration at batch 1 with each "
+        f"step timed alone (p99 needs {P99_MIN_SAMPLES} steps).</p>"
     )
     return "<h2>Results</h2>" + note + _table(headers, rows)
 
