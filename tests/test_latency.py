@@ -15,6 +15,7 @@ from accelbench.core.metrics import P99_MIN_SAMPLES, Latency, check_metrics
 from accelbench.devices import resolve_devices
 from accelbench.engine import runner
 from accelbench.engine.measure import StopRule
+from accelbench.render.console import run_tables
 from accelbench.render.html import html_report
 from accelbench.render.markdown import markdown_report
 from accelbench.render.rows import LATENCY_HEADER, latency_cell
@@ -121,6 +122,7 @@ def test_a_failed_latency_keeps_the_result_and_says_why(monkeypatch):
     assert result.facts.latency is None
     assert result.facts.latency_error == "RuntimeError: no batch of 1 here"
     assert latency_cell(result) == "—"
+    assert "no latency at batch 1: RuntimeError: no batch of 1 here" in run_tables([result])
 
 
 def test_fewer_than_100_steps_give_no_p99():
