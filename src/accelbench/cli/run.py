@@ -181,6 +181,12 @@ def _add_switches(timing: argparse._ArgumentGroup) -> None:
         help="skip the brief second timing at a quarter of the batch that the bottleneck "
         "verdict needs",
     )
+    timing.add_argument(
+        "--no-latency",
+        action="store_true",
+        help="skip timing inference configurations at batch 1 for their per-request latency "
+        "(p50, p90, p99; each step timed alone, up to 1,000 steps or 5 s)",
+    )
 
 
 def request_from(args: argparse.Namespace) -> BenchmarkRequest:
@@ -200,6 +206,7 @@ def request_from(args: argparse.Namespace) -> BenchmarkRequest:
         workloads=tuple(refs),
         levers=lever_values(args),
         verdict=not args.no_verdict,
+        latency=not args.no_latency,
         nodes=args.nnodes,
         profile=profile_request(args),
     )

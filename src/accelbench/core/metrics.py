@@ -5,10 +5,11 @@ names each key once, says its unit and who writes it, and reads each group of ke
 frozen value. Writers use the key constants; readers use `result.facts` (a `Metrics`).
 
 Who writes which keys (units are on each value's fields below):
-- engine/runner: setup_s (s), probe, probe_error, drift, power, joules_per_sample,
-  samples_per_s_per_watt, power_warning, power_unavailable, memory_tensors_only; overhead's
-  warmup_s, timed_s, probe_s, drift_s; machine_state (devices/state's reading of the host's
-  load and the GPU's clocks over the timed samples)
+- engine/runner: setup_s (s), probe, probe_error, latency (batch 1, each sample one step),
+  latency_error, drift, power, joules_per_sample, samples_per_s_per_watt, power_warning,
+  power_unavailable, memory_tensors_only; overhead's warmup_s, timed_s, probe_s, latency_s,
+  drift_s; machine_state (devices/state's reading of the host's load and the GPU's clocks over
+  the timed samples)
 - engine/profile (with --profile or `explain`): explain (an Explanation, core/explanation),
   explain_error (why there is none); overhead's profile_s
 - engine/worker: overhead's start_s, import_s, wall_s (where one configuration's seconds went)
@@ -26,7 +27,8 @@ Who writes which keys (units are on each value's fields below):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
@@ -42,6 +44,8 @@ __all__ = [
     "FLOPS_PER_SAMPLE",
     "JOULES_PER_SAMPLE",
     "MACHINE_STATE",
+    "LATENCY",
+    "LATENCY_ERROR",
     "MAX_BATCH",
     "MAX_BATCH_LIMIT_REACHED",
     "MAX_BATCH_PROBES",
@@ -51,6 +55,7 @@ __all__ = [
     "ONNXRUNTIME",
     "OPTIMIZE",
     "OVERHEAD",
+    "P99_MIN_SAMPLES",
     "PEAK_FLOPS",
     "PEAK_SOURCE",
     "POWER",
@@ -72,6 +77,7 @@ __all__ = [
     "Bottleneck",
     "Drift",
     "Flops",
+    "Latency",
     "MachineState",
     "MaxBatchSearch",
     "Metrics",
@@ -89,6 +95,8 @@ __all__ = [
 SETUP_S = "setup_s"
 PROBE = "probe"
 PROBE_ERROR = "probe_error"
+LATENCY = "latency"
+LATENCY_ERROR = "latency_error"
 DRIFT = "drift"
 POWER = "power"
 JOULES_PER_SAMPLE = "joules_per_sample"
@@ -164,6 +172,55 @@ class Probe:
     def to_metrics(self) -> dict[str, Any]:
         """What `from_metrics` reads: the runner's record of the probe."""
         return {PROBE: asdict(self)}
+
+
+# Below this many steps a 99th percentile is the slowest step or next to it, not a figure.
+P99_MIN_SAMPLES = 100
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Per-request latency (`latency`): the configuration at batch 1, each timed sample one
+    step, the device synchronized at the step's boundaries; percentiles in seconds."""
+
+    batch_size: int
+    samples: int  # steps timed
+    p50_s: float
+    p90_s: float
+    p99_s: float | None  # None below P99_MIN_SAMPLES steps
+    steps_s: tuple[float, ...]  # every timed step in the order timed, for re-analysis
+    source: str = ""  # how the steps were taken
+
+    @classmethod
+    def from_steps(cls, steps: Sequence[float], source: str) -> Latency:
+        """The figures of these single-step timings at batch 1 (numpy's linear percentiles)."""
+        if not steps:
+            raise ValueError("no steps to take percentiles of")
+        # 1 ns is finer than any device timer; rounding keeps the stored record small
+        kept = tuple(round(float(s), 9) for s in steps)
+        cuts = statistics.quantiles(kept, n=100, method="inclusive") if len(kept) > 1 else []
+        p50, p90, p99 = (cuts[q - 1] if cuts else kept[0] for q in (50, 90, 99))
+        p99_s = p99 if len(kept) >= P99_MIN_SAMPLES else None
+        return cls(1, len(kept), p50, p90, p99_s, kept, source)
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> Latency | None:
+        found = _group(metrics, LATENCY)
+        if found is None:
+            return None
+        return cls(
+            batch_size=int(found["batch_size"]),
+            samples=int(found["samples"]),
+            p50_s=float(found["p50_s"]),
+            p90_s=float(found["p90_s"]),
+            p99_s=_number(found, "p99_s"),
+            steps_s=tuple(float(s) for s in found.get("steps_s", ())),
+            source=str(found.get("source", "")),
+        )
+
+    def to_metrics(self) -> dict[str, Any]:
+        """What `from_metrics` reads: the runner's record of the latency."""
+        return {LATENCY: {**asdict(self), "steps_s": list(self.steps_s)}}
 
 
 @dataclass(frozen=True)
@@ -440,6 +497,7 @@ class Overhead:
     warmup_s: float | None = None  # the measurement's warm-up blocks
     timed_s: float | None = None  # the timed samples
     probe_s: float | None = None  # the bottleneck probe at a quarter of the batch
+    latency_s: float | None = None  # the single steps timed at batch 1 for the latency
     drift_s: float | None = None  # the drift check against fp32
     profile_s: float | None = None  # the profiled steps after the samples (--profile, explain)
     wall_s: float | None = None
@@ -585,6 +643,14 @@ class Metrics:
         return str(self.raw.get(PROBE_ERROR, ""))
 
     @property
+    def latency(self) -> Latency | None:
+        return Latency.from_metrics(self.raw)
+
+    @property
+    def latency_error(self) -> str:
+        return str(self.raw.get(LATENCY_ERROR, ""))
+
+    @property
     def drift(self) -> Drift | None:
         return Drift.from_metrics(self.raw)
 
@@ -663,6 +729,7 @@ _KEY_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(
         (PROBE_ERROR, POWER_WARNING, POWER_UNAVAILABLE, PEAK_SOURCE, SCALING_UNAVAILABLE), (str,)
     ),
+    LATENCY_ERROR: (str,),
     MAX_BATCH_STOPPED_BY: (str,),
     **dict.fromkeys((MEMORY_TENSORS_ONLY, MAX_BATCH_LIMIT_REACHED), (bool,)),
     **dict.fromkeys((RANKS, MAX_BATCH_PROBES), (list,)),
@@ -670,6 +737,7 @@ _KEY_TYPES: dict[str, tuple[type, ...]] = {
 # The groups stored under one key whose own keys are their view's field names.
 _GROUPS: dict[str, type] = {
     PROBE: Probe,
+    LATENCY: Latency,
     DRIFT: Drift,
     POWER: Power,
     VERDICT: Bottleneck,

@@ -28,7 +28,8 @@ class StopRule:
     With `blocks` set, exactly that many. Otherwise keep going until the 95% CI of the median
     is within `target_ci` of it (after at least `min_blocks`), or `max_time` seconds of timed
     blocks have passed (once `min_samples` were timed), or `max_blocks` were timed: whichever
-    comes first.
+    comes first. `time_cap`, where set, stops it after that many seconds of timed samples even
+    short of `min_samples`.
     """
 
     blocks: int | None = None
@@ -45,6 +46,8 @@ class StopRule:
     # one step per sample than back to back (benchmarks/harness_check.py). Over 250 ms that
     # cost falls under 1%.
     min_sample_s: float = 0.25
+    # A latency's p99 wants 100 samples, but not at any price: a slow model gets what fits.
+    time_cap: float | None = None
 
     def __post_init__(self) -> None:
         if self.blocks is not None and self.blocks < 1:
@@ -57,6 +60,8 @@ class StopRule:
         n = len(samples)
         if self.blocks is not None:
             return n >= self.blocks
+        if self.time_cap is not None and elapsed >= self.time_cap:
+            return True
         if n >= self.max_blocks or (elapsed >= self.max_time and n >= self.min_samples):
             return True
         # Checking the CI costs a sort; do it on a geometric schedule, not after every block.

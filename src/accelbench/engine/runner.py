@@ -11,7 +11,7 @@ from typing import Any
 from ..backends import Runnable, block_function, build, checks_drift, unsupported
 from ..core import metrics as keys
 from ..core.explanation import ProfileRequest
-from ..core.metrics import Overhead, Probe
+from ..core.metrics import P99_MIN_SAMPLES, Latency, Overhead, Probe
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
 from ..devices import Device, MemoryReading, is_out_of_memory
@@ -28,6 +28,17 @@ __all__ = ["make_spec", "run_config", "run_one"]
 MIN_POWER_SECONDS = 3.0  # below this, an energy counter's steps make the average rough
 PROBE_DIVISOR = 4  # the verdict compares the step at the batch with the step at batch / 4
 PROBE_STOP = StopRule(warmup=2, max_time=2.0, min_blocks=5, target_ci=0.05)
+# Latency at batch 1: one step a sample (min_sample_s 0 groups none), 2 s or 100 steps whichever
+# is later, 5 s at most; 1,000 steps at most (the tail needs samples, not a tight median).
+LATENCY_STOP = StopRule(
+    warmup=5,
+    max_time=2.0,
+    min_samples=P99_MIN_SAMPLES,
+    min_blocks=1000,
+    max_blocks=1000,
+    min_sample_s=0.0,
+    time_cap=10.0,  # a CPU model at 50-100 ms a step still reaches its p99
+)
 
 
 def make_spec(workload: Workload, device: Device, **options: Any) -> RunSpec:
@@ -57,6 +68,7 @@ def run_config(
     probe: bool = True,
     drift: bool = False,
     profile: ProfileRequest | None = None,
+    latency: bool = False,
 ) -> Result:
     """Measure one configuration. Unsupported, a model that cannot take its inputs
     (`Workload.check`), OOM or a crash come back as a failed Result.
@@ -66,6 +78,8 @@ def run_config(
     With `drift` (always for ONNX Runtime, whose export is worth checking), the outputs are
     compared with the fp32 PyTorch model's on the same inputs (accelbench.drift). With
     `profile`, a few steps are profiled after the samples, for the explanation (engine/profile).
+    With `latency`, a single-process inference configuration is timed one step a sample at
+    batch 1 too, for the per-request latency (`_latency`).
     """
     base = Result(spec=spec, status="error", environment=fingerprint(device))
     reason = unsupported(spec, device, workload)
@@ -76,9 +90,11 @@ def run_config(
         with device.context():
             check_drift = drift or checks_drift(spec)
             timed = _time(spec, workload, device, stop, on_block, check_drift, profile)
-            started = time.perf_counter()
-            probed = _probe(spec, workload, device) if probe else {}
-            probe_s = time.perf_counter() - started if probe else None
+            probed, probe_s = _after(probe, _probe, spec, workload, device)
+            single = latency and spec.mode == "infer" and spec.processes == 1
+            latencies, latency_s = _after(
+                single, _latency, spec, workload, device, timed.measurement
+            )
     except Exception as exc:  # a failure is data: the sweep goes on
         status = "oom" if is_out_of_memory(exc) else "error"
         return replace(base, status=status, error=one_line(exc))
@@ -88,6 +104,7 @@ def run_config(
         keys.SETUP_S: timed.setup_s,
         **power,
         **probed,
+        **latencies,
         **timed.recorded,
         keys.MEMORY_TENSORS_ONLY: timed.memory.tensors_only,
     }
@@ -97,15 +114,27 @@ def run_config(
         measurement=timed.measurement,
         peak_memory=timed.memory.bytes,
         peak_memory_meaning=timed.memory.meaning,
-        metrics=Overhead.add(metrics, **_phases(timed, probe_s)),
+        metrics=Overhead.add(metrics, **_phases(timed, probe_s, latency_s)),
     )
 
 
-def _phases(timed: _Timed, probe_s: float | None) -> dict[str, float]:
+def _after(
+    when: bool, phase: Callable[..., dict[str, Any]], *args: Any
+) -> tuple[dict[str, Any], float | None]:
+    """A phase after the samples (`when` it runs): its figures and seconds, else {} and None."""
+    if not when:
+        return {}, None
+    started = time.perf_counter()
+    return phase(*args), time.perf_counter() - started
+
+
+def _phases(timed: _Timed, probe_s: float | None, latency_s: float | None) -> dict[str, float]:
     """Where the configuration's seconds went, beyond building it (only the steps that ran)."""
     phases = {"warmup_s": sum(timed.measurement.warmup), "timed_s": sum(timed.measurement.samples)}
     if probe_s is not None:
         phases["probe_s"] = probe_s
+    if latency_s is not None:
+        phases["latency_s"] = latency_s
     if timed.drift_s is not None:
         phases["drift_s"] = timed.drift_s
     if timed.profile_s is not None:
@@ -231,6 +260,22 @@ def _probe(spec: RunSpec, workload: Workload, device: Device) -> dict[str, Any]:
     )
     median = per_step.median / spec.steps_per_block
     return Probe(batch, median, len(result.samples), low, high).to_metrics()
+
+
+def _latency(
+    spec: RunSpec, workload: Workload, device: Device, main: Measurement
+) -> dict[str, Any]:
+    """Per-request latency: the configuration at batch 1, each timed sample one step. A batch-1
+    measurement whose samples already were single steps gives it from its own samples."""
+    if spec.batch_size == 1 and spec.steps_per_block == 1 and main.repeat == 1:
+        return Latency.from_steps(main.samples, "the main samples, each one step").to_metrics()
+    single = replace(spec, batch_size=1, steps_per_block=1)
+    try:
+        prep = build(single, workload, device)
+        steps = measure(block_function(prep), prep.timer, LATENCY_STOP).samples
+    except Exception as exc:  # the main result stands; say why there is no latency
+        return {keys.LATENCY_ERROR: one_line(exc)}
+    return Latency.from_steps(steps, "each timed alone, after the main samples").to_metrics()
 
 
 def run_one(

@@ -79,6 +79,7 @@ class _Job:
     environment: dict[str, str]  # the parent's, now: a forked worker has the server's
     parent: int  # the parent's pid: a forked worker's own parent is the fork server
     profile: ProfileRequest | None = None  # profile a few steps after the samples
+    latency: bool = False  # time inference at batch 1 too, one step a sample
 
 
 def run_isolated(
@@ -91,15 +92,19 @@ def run_isolated(
     launch: Launch | None = None,
     drift: bool = False,
     profile: ProfileRequest | None = None,
+    latency: bool = False,
 ) -> Result:
     """Run `spec` in a fresh process; give up `timeout` seconds after it is ready (its
     interpreter started and imports done; the start itself may take max(START_LIMIT_S, timeout)).
 
     With `spec.processes` > 1 the worker launches the data-parallel ranks (`launch` says where);
-    the time limit covers them, and they are stopped with the worker.
+    the time limit covers them, and they are stopped with the worker. With `latency`, an
+    inference configuration is timed at batch 1 too (engine/runner's `run_config`).
     """
     called = time.perf_counter()
-    result = _run_isolated(spec, ref, stop, timeout, on_block, probe, launch, drift, profile)
+    result = _run_isolated(
+        spec, ref, stop, timeout, on_block, probe, launch, drift, profile, latency
+    )
     wall = time.perf_counter() - called  # failed results too: a timeout costs its seconds
     return replace(result, metrics=Overhead.add(result.metrics, wall_s=wall))
 
@@ -151,13 +156,24 @@ def _run_isolated(
     launch: Launch | None,
     drift: bool,
     profile: ProfileRequest | None,
+    latency: bool,
 ) -> Result:
     context = _context()
     receiver, sender = context.Pipe(duplex=False)
     launch = launch or Launch(timeout=timeout)
     environment = dict(os.environ)
     job = _Job(
-        spec, ref, stop, probe, launch, drift, time.time(), environment, os.getpid(), profile
+        spec,
+        ref,
+        stop,
+        probe,
+        launch,
+        drift,
+        time.time(),
+        environment,
+        os.getpid(),
+        profile,
+        latency,
     )
     process = context.Process(target=_worker, args=(sender, job), daemon=False)
     process.start()
@@ -280,6 +296,7 @@ def _run(sender: Connection, job: _Job, overhead: dict[str, float]) -> Result:
         probe=job.probe,
         drift=job.drift,
         profile=job.profile,
+        latency=job.latency,
         on_block=lambda i, s: _send(sender, ("block", i, s)),
     )
 

@@ -13,12 +13,13 @@ from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
 from ..analysis.compare import DEVICE, compare
+from ..core.metrics import P99_MIN_SAMPLES
 from ..core.result import Result, machine_of, utc_now
 from ..core.version import __version__
 from ..levers import label
 from . import charts
 from .console.explain import explanation_lines
-from .rows import HEADERS, failures, row_cells
+from .rows import HEADERS, LATENCY_HEADER, failures, row_cells
 from .text import format_seconds, inert
 
 __all__ = ["html_report"]
@@ -61,6 +62,12 @@ _WORDS = (
         "the ratio of median samples/s against the same configuration on the CPU of the "
         "same machine, measured in the same sweep (side by side), with a bootstrap 95% CI from "
         "the raw samples; (n.s.): the interval holds 1, so no difference can be told",
+    ),
+    (
+        LATENCY_HEADER,
+        "per-request latency: the configuration at batch 1, each step timed alone after "
+        f"warm-up; its median, 90th and 99th percentiles (p99 needs {P99_MIN_SAMPLES} steps; "
+        "inference only)",
     ),
     (
         "verdict",
@@ -168,7 +175,7 @@ def _comparisons(results: Sequence[Result]) -> str:
     rows = []
     for row in comparison.rows:
         cells = row_cells(row)
-        classes = ["", "", "", "", "num", "num", "num", "num"]
+        classes = ["", "", "", "", *["num"] * (len(cells) - 4)]
         if row.speedup and not row.speedup.significant:
             classes[-1] = "num ns"
         bottleneck = row.result.facts.bottleneck

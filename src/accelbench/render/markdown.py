@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.compare import DEVICE, compare
+from ..core.metrics import P99_MIN_SAMPLES
 from ..core.result import Result
 from ..levers import label
 from .console.explain import explanation_lines
-from .rows import HEADERS, failures, row_cells
+from .rows import HEADERS, LATENCY_HEADER, failures, row_cells
 from .text import inert
 
 __all__ = ["markdown_report"]
@@ -22,7 +23,8 @@ def _cell(text: object) -> str:
 
 def markdown_report(results: Sequence[Result]) -> str:
     comparison = compare(results, DEVICE, within_sweep=True)
-    lines = ["| " + " | ".join(HEADERS) + " |", "|---|---|---|---|---:|---:|---:|---:|"]
+    align = "|---|---|---|---|" + "---:|" * (len(HEADERS) - 4)  # text, then figures
+    lines = ["| " + " | ".join(HEADERS) + " |", align]
     for row in comparison.rows:
         lines.append("| " + " | ".join(_cell(c) for c in row_cells(row)) + " |")
     for r in failures(results):
@@ -33,6 +35,8 @@ def markdown_report(results: Sequence[Result]) -> str:
     lines.extend(_explanations(results))
     lines.append(
         "\nit/s: median over timed its; 95% CI of the median (distribution-free); "
+        f"{LATENCY_HEADER}: per-request latency, the configuration at batch 1 with each step "
+        f"timed alone (p99 needs {P99_MIN_SAMPLES} steps); "
         "vs CPU: ratio of median samples/s with a bootstrap 95% CI, (n.s.) = not significant. "
         "Made by accelbench."
     )

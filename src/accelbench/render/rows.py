@@ -1,19 +1,29 @@
-"""What the HTML and Markdown reports share: a comparison row's cells, and which results failed."""
+"""What the reports share: a comparison row's cells, the latency's text, which results failed."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from ..analysis.compare import Row
+from ..core.metrics import P99_MIN_SAMPLES, Latency
 from ..core.result import Result
 from ..levers import label
-from .text import interval, number
+from .text import format_seconds, interval, number
 
-__all__ = ["HEADERS", "RESULT_COLUMNS", "failures", "row_cells"]
+__all__ = [
+    "HEADERS",
+    "LATENCY_HEADER",
+    "RESULT_COLUMNS",
+    "failures",
+    "latency_cell",
+    "latency_percentiles",
+    "row_cells",
+]
 
 # The columns every table of measured results starts from (the stored list adds its own)
 RESULT_COLUMNS = ("workload", "device", "model", "configuration", "it/s", "95% CI", "samples/s")
-HEADERS = (*RESULT_COLUMNS, "vs CPU [95% CI]")
+LATENCY_HEADER = "latency b1 p50/p90/p99"
+HEADERS = (*RESULT_COLUMNS, LATENCY_HEADER, "vs CPU [95% CI]")
 
 
 def row_cells(row: Row) -> list[str]:
@@ -29,8 +39,25 @@ def row_cells(row: Row) -> list[str]:
         number(m.rate.median),  # as the console prints it: 13,645, not 1.364e+04
         interval(m.rate),
         f"{r.samples_per_second or 0:,.0f}",
+        latency_cell(r),
         versus,
     ]
+
+
+def latency_percentiles(found: Latency) -> tuple[str, str, str]:
+    """p50, p90 and p99 as text; a p99 from too few steps is said to be undetermined."""
+    p99 = (
+        format_seconds(found.p99_s)
+        if found.p99_s is not None
+        else f"undetermined, {found.samples:,} samples (needs {P99_MIN_SAMPLES})"
+    )
+    return format_seconds(found.p50_s), format_seconds(found.p90_s), p99
+
+
+def latency_cell(r: Result) -> str:
+    """The batch-1 latency as "p50 / p90 / p99", or "—" where none was taken (training...)."""
+    found = r.facts.latency
+    return " / ".join(latency_percentiles(found)) if found else "—"
 
 
 def failures(results: Sequence[Result]) -> list[Result]:

@@ -60,6 +60,7 @@ class BenchmarkRequest:
     warmup: int = 1
     timeout: float = 900.0  # per configuration
     verdict: bool = True  # probe a smaller batch for the bottleneck verdict
+    latency: bool = True  # time inference at batch 1 too, one step a sample (p50/p90/p99)
     max_batch: bool = False  # search each configuration's largest batch instead
     nodes: int = 1
     node_rank: int = 0
@@ -78,6 +79,7 @@ class Plan:
     max_batch: bool = False  # search each configuration's largest batch instead
     launch: Launch = Launch()  # where data-parallel processes run
     profile: ProfileRequest | None = None
+    latency: bool = True  # time inference at batch 1 too, one step a sample
 
 
 def plan(request: BenchmarkRequest) -> Plan:
@@ -112,6 +114,7 @@ def plan(request: BenchmarkRequest) -> Plan:
         max_batch=request.max_batch,
         launch=launch,
         profile=profile,
+        latency=request.latency and not request.max_batch,
     )
 
 
@@ -233,6 +236,7 @@ def benchmark(
     warmup: int = 1,
     timeout: float = 900.0,
     verdict: bool = True,
+    latency: bool = True,
     db: str | Path | None = None,
     resume: bool = False,
     quiet: bool = True,
@@ -244,7 +248,9 @@ def benchmark(
     channels_last=(False, True), compile=("", "default"), threads=(4,), processes=(2,) (per
     node). With `db` every result is also stored there (and `resume` skips those stored);
     without, they are only returned. With `profile`, each configuration's step is profiled
-    after its samples (`result.facts.explanation`)."""
+    after its samples (`result.facts.explanation`). With `latency`, each single-process
+    inference configuration is timed at batch 1 too, one step a sample
+    (`result.facts.latency`: p50, p90, p99)."""
     refs = [workload] if isinstance(workload, (str, WorkloadRef)) else list(workload)
     request = BenchmarkRequest(
         workloads=tuple(r if isinstance(r, WorkloadRef) else WorkloadRef(r) for r in refs),
@@ -258,6 +264,7 @@ def benchmark(
         warmup=warmup,
         timeout=timeout,
         verdict=verdict,
+        latency=latency,
         profile=profile,
     )
     return run_stored(plan(request), db, resume=resume, quiet=quiet)
@@ -346,6 +353,7 @@ def _run_one(plan: Plan, config: Config, on_block: Callable[[int, float], None])
             probe=plan.verdict,
             launch=launch,
             profile=plan.profile,
+            latency=plan.latency,
         )
     if not result.environment:  # the worker died before it could describe its machine
         result = replace(result, environment=fingerprint(device))

@@ -8,6 +8,7 @@ from dataclasses import replace
 from ...core.result import Result
 from ...devices.kinds import BASELINE_DEVICE, is_baseline
 from ...levers import label
+from ..rows import latency_percentiles
 from ..text import format_bytes, format_seconds, interval, number
 from .run_notes import derived_notes
 from .table import new_table, render_table
@@ -56,7 +57,7 @@ def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
             continue
         on_baseline = baseline.get(replace(r.spec, device=BASELINE_DEVICE))
         table.add_row(*head, *_figures(r, on_baseline))
-        for note in [*r.measurement.warnings, *derived_notes(r)]:
+        for note in [*r.measurement.warnings, *derived_notes(r), *_latency_notes(r)]:
             notes.setdefault(note, []).append(who)
         for note in _device_notes(r):
             notes.setdefault(note, []).append(r.spec.device)
@@ -75,6 +76,21 @@ def _device_notes(r: Result) -> list[str]:
         r.facts.power_unavailable,
     ]
     return [note for note in notes if note]
+
+
+def _latency_notes(r: Result) -> list[str]:
+    """The per-request latency at batch 1 (too wide a figure for a column of this table)."""
+    facts = r.facts
+    if facts.latency_error:
+        return [f"no latency at batch 1: {facts.latency_error}"]
+    found = facts.latency
+    if found is None:
+        return []
+    p50, p90, p99 = latency_percentiles(found)
+    return [
+        f"latency at batch 1 over {found.samples:,} steps ({found.source}): "
+        f"p50 {p50}, p90 {p90}, p99 {p99}"
+    ]
 
 
 def _figures(r: Result, cpu_rate: float | None) -> list[str]:
