@@ -99,12 +99,18 @@ def run_config(
         status = "oom" if is_out_of_memory(exc) else "error"
         return replace(base, status=status, error=one_line(exc))
     # The measurement stands whatever happens below: derived figures only add to it.
-    power = _power(timed.meter, timed.measurement, spec)
+    phases = _phases(timed, probe_s, latency_s)
+    return _measured(base, timed, {**probed, **latencies}, phases)
+
+
+def _measured(
+    base: Result, timed: _Timed, after: dict[str, Any], phases: dict[str, float]
+) -> Result:
+    """The configuration's result: its measurement, and what was recorded beside it."""
     metrics = {
         keys.SETUP_S: timed.setup_s,
-        **power,
-        **probed,
-        **latencies,
+        **_power(timed.meter, timed.measurement, base.spec),
+        **after,
         **timed.recorded,
         keys.MEMORY_TENSORS_ONLY: timed.memory.tensors_only,
     }
@@ -114,7 +120,7 @@ def run_config(
         measurement=timed.measurement,
         peak_memory=timed.memory.bytes,
         peak_memory_meaning=timed.memory.meaning,
-        metrics=Overhead.add(metrics, **_phases(timed, probe_s, latency_s)),
+        metrics=Overhead.add(metrics, **phases),
     )
 
 
