@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ...core.metrics import Drift, MaxBatchSearch, OnnxRuntimeFacts, Parallel, Power
+from ...core.metrics import CoreMLFacts, Drift, MaxBatchSearch, OnnxRuntimeFacts, Parallel, Power
 from ...core.result import Result
 from ..text import format_bytes, number
 
-__all__ = ["derived_notes", "drift_note", "onnxruntime_note"]
+__all__ = ["coreml_note", "derived_notes", "drift_note", "onnxruntime_note"]
 
 
 def derived_notes(r: Result) -> list[str]:
@@ -32,7 +32,33 @@ def derived_notes(r: Result) -> list[str]:
             f"onnxruntime {ort.version}, providers {', '.join(ort.providers)}; "
             f"timed: {ort.timing}" + _caveat(ort)
         )
+    if fallen := metrics.cpu_fallback_ops:
+        notes.append(
+            f"partly on the CPU: {', '.join(fallen)} fell back to the CPU "
+            "(PYTORCH_ENABLE_MPS_FALLBACK=1): the figures are partly the CPU's"
+        )
+    if coreml := metrics.coreml:
+        notes.append(coreml_note(coreml, metrics.load_s))
     return notes
+
+
+_UNITS = ("Neural Engine", "GPU", "CPU")
+
+
+def coreml_note(coreml: CoreMLFacts, load_s: float | None) -> str:
+    """A Core ML result's compute units, precision, load time and compute plan, as a sentence."""
+    text = (
+        f"Core ML (coremltools {coreml.version}), compute units {coreml.compute_units}, "
+        f"computed in {coreml.compute_precision}"
+    )
+    if load_s is not None:
+        text += f"; loading took {load_s:.2f} s ({coreml.compiled}), not counted in the timing"
+    if coreml.per_unit is not None and coreml.operators is not None:
+        ran = ", ".join(f"{unit} {coreml.per_unit.get(unit, 0)}" for unit in _UNITS)
+        text += f"; the compute plan puts its {coreml.operators} operators on: {ran}"
+    elif coreml.plan_unavailable:
+        text += f"; no compute plan: {coreml.plan_unavailable}"
+    return text
 
 
 def _power_notes(power: Power) -> list[str]:
