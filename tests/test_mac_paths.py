@@ -7,15 +7,22 @@ in the right order and reports what they return truthfully.
 from __future__ import annotations
 
 import itertools
+import json
+import sys
 import time
 import warnings
 from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
+import accelbench.backends.coreml as coreml
 import accelbench.devices.mps as mps
-from accelbench.core.metrics import CPU_FALLBACK_OPS, Metrics
+from accelbench.backends import expand_backends
+from accelbench.core.metrics import CPU_FALLBACK_OPS, LOAD_S, Metrics
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.devices import HostTimer, resolve_devices
@@ -24,6 +31,7 @@ from accelbench.devices.cpu import CpuBackend
 from accelbench.devices.mps import MpsBackend, SampledPeak
 from accelbench.engine.maxbatch import find_max_batch
 from accelbench.engine.runner import run_one
+from accelbench.exporters.coreml import COMPUTE_UNITS
 from accelbench.render.console.run import run_tables
 from accelbench.workloads import get_workload
 from accelbench.workloads.seed import SeedMLP
@@ -223,3 +231,171 @@ def test_the_views_read_what_the_writers_store():
         from accelbench.core.metrics import check_metrics
 
         check_metrics({CPU_FALLBACK_OPS: "aten::a"})
+
+
+# --- item 5: Core ML, with a fake coremltools --------------------------------------------
+
+
+class MLCPUComputeDevice:  # named as coremltools.models.compute_device names its classes
+    pass
+
+
+class MLGPUComputeDevice:
+    pass
+
+
+class MLNeuralEngineComputeDevice:
+    pass
+
+
+class FakeCoreML:
+    """Records what accelbench asks of coremltools; loading sleeps, the first predict is slow."""
+
+    __version__ = "9.0-fake"
+    LOAD_S = 0.05
+    COLD_S = 0.03
+    PLAN = {"conv": MLGPUComputeDevice, "relu": MLGPUComputeDevice, "linear": MLCPUComputeDevice}
+
+    def __init__(self, with_plan: bool = True) -> None:
+        self.calls: list[str] = []
+        self.precision = SimpleNamespace(FLOAT16="FLOAT16", FLOAT32="FLOAT32")
+        self.ComputeUnit = SimpleNamespace(**{u: u for u in COMPUTE_UNITS})
+        utils = SimpleNamespace(compile_model=self._compile_model)
+        plan = SimpleNamespace(MLComputePlan=SimpleNamespace(load_from_path=self._plan))
+        self.models = SimpleNamespace(utils=utils, CompiledMLModel=self._load)
+        if with_plan:
+            self.models.compute_plan = plan
+
+    def convert(self, program: object, **options: object) -> object:
+        self.calls.append(f"convert {options['compute_precision']}")
+        spec = SimpleNamespace(description=SimpleNamespace(input=[SimpleNamespace(name="x_in")]))
+        return SimpleNamespace(save=lambda path: Path(path).mkdir(), get_spec=lambda: spec)
+
+    def _compile_model(self, source: str, destination: str) -> str:
+        self.calls.append("compile")
+        Path(destination).mkdir()
+        return destination
+
+    def _load(self, path: str, compute_units: str) -> object:
+        self.calls.append(f"load {compute_units}")
+        time.sleep(self.LOAD_S)
+        predictions = itertools.count()
+
+        def predict(feed: dict[str, object]) -> dict[str, object]:
+            assert list(feed) == ["x_in"]
+            if next(predictions) == 0:
+                time.sleep(self.COLD_S)  # a cold start
+            return {"y": np.zeros((100, 1), dtype=np.float32)}
+
+        return SimpleNamespace(predict=predict)
+
+    def _plan(self, path: str, compute_units: str) -> object:
+        names = ["const", "conv", "relu", "linear", "softmax"]
+        ops = [SimpleNamespace(operator_name=name) for name in names]
+        main = SimpleNamespace(block=SimpleNamespace(operations=ops))
+        program = SimpleNamespace(functions={"main": main})
+
+        def usage(op: SimpleNamespace) -> object:
+            unit = self.PLAN.get(op.operator_name)  # softmax: the plan cannot tell
+            return None if unit is None else SimpleNamespace(preferred_compute_device=unit())
+
+        return SimpleNamespace(
+            model_structure=SimpleNamespace(program=program),
+            get_compute_device_usage_for_mlprogram_operation=usage,
+        )
+
+
+class _MacCpu(CpuBackend):
+    """The host, standing in for the Mac's mps device that Core ML rows are filed under."""
+
+    hosts_coreml = True
+
+
+@pytest.fixture
+def fake_coreml(monkeypatch, tmp_path):
+    fake = FakeCoreML()
+    monkeypatch.setitem(sys.modules, "coremltools", fake)
+    monkeypatch.setattr(coreml, "sys", SimpleNamespace(platform="darwin"))
+    monkeypatch.setenv(coreml.CACHE, str(tmp_path))
+    return fake
+
+
+MAC = replace(CPU, backend=_MacCpu())
+
+
+def _coreml_run(units: str, **options: object) -> Result:
+    options = {"mode": "infer", "precision": "fp16", **options}
+    return run_one(get_workload("mlp"), MAC, blocks=3, backend=units, **options)
+
+
+def test_core_ml_times_the_load_apart_and_warms_up_before_timing(fake_coreml):
+    result = _coreml_run("coreml-cpu-and-ne")
+    assert result.status == "ok", result.error
+    assert result.metrics[LOAD_S] >= FakeCoreML.LOAD_S
+    facts = result.metrics["coreml"]
+    assert facts["first_predictions_s"][0] >= FakeCoreML.COLD_S  # the cold start, kept apart
+    assert max(result.measurement.samples) < FakeCoreML.COLD_S
+    assert facts["compute_units"] == "CPU_AND_NE" and facts["compute_precision"] == "fp16"
+    assert "convert FLOAT16" in fake_coreml.calls and "load CPU_AND_NE" in fake_coreml.calls
+
+
+def test_core_ml_counts_the_compute_plan_operators_per_unit(fake_coreml):
+    result = _coreml_run("coreml-all", precision="fp32")
+    facts = Metrics(result.metrics).coreml
+    assert facts is not None and facts.operators == 4  # the constant is left out
+    assert facts.per_unit == {"GPU": 2, "CPU": 1, "undetermined": 1}
+    text = run_tables([result], width=400)
+    assert "computed in fp32" in text
+    assert "its 4 operators on: Neural Engine 0, GPU 2, CPU 1, undetermined 1" in text
+
+
+def test_without_a_compute_plan_the_result_says_why(fake_coreml):
+    del fake_coreml.models.compute_plan
+    facts = Metrics(_coreml_run("coreml-cpu-only").metrics).coreml
+    assert facts is not None and facts.per_unit is None
+    assert facts.plan_unavailable == "coremltools 9.0-fake has no compute plan"
+
+
+def test_core_ml_compiles_once_per_model_and_loads_once_per_setting(fake_coreml):
+    first, second = _coreml_run("coreml-all"), _coreml_run("coreml-cpu-and-gpu")
+    assert fake_coreml.calls.count("compile") == 1
+    assert [c for c in fake_coreml.calls if c.startswith("convert")] == ["convert FLOAT16"]
+    assert "converted and compiled for this run" in first.metrics["coreml"]["compiled"]
+    assert second.metrics["coreml"]["compiled"] == "compiled model from the cache"
+    other = _coreml_run("coreml-all", batch_size=7)  # another batch is another model
+    assert other.status == "ok" and fake_coreml.calls.count("compile") == 2
+
+
+def test_core_ml_expands_to_one_row_per_compute_unit_setting():
+    assert expand_backends(["coreml"], CPU) == [
+        "coreml-all",
+        "coreml-cpu-and-ne",
+        "coreml-cpu-and-gpu",
+        "coreml-cpu-only",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "reason"),
+    [
+        ({"mode": "train"}, "Core ML is benchmarked for inference"),
+        ({"precision": "bf16"}, "computes in fp16 or fp32, not bf16"),
+    ],
+)
+def test_core_ml_says_what_it_cannot_run(fake_coreml, options, reason):
+    result = _coreml_run("coreml-all", **options)
+    assert result.status == "unsupported" and reason in result.error
+    on_cpu = run_one(get_workload("mlp"), CPU, blocks=1, mode="infer", backend="coreml-all")
+    assert "measured on the mps device, not cpu" in on_cpu.error
+
+
+def test_off_macos_core_ml_is_stored_as_unsupported(cli, tmp_path):
+    db = str(tmp_path / "r.db")
+    args = ("mlp", "--devices", "cpu", "--modes", "infer", "--epochs", "1")
+    done = cli("run", *args, "--backends", "coreml", "--json", "--quiet", "--db", db)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["results"]
+    assert [r["spec"]["backend"] for r in rows] == [coreml.backend_name(u) for u in COMPUTE_UNITS]
+    assert {r["status"] for r in rows} == {"unsupported"}
+    assert all(r["error"].startswith("Core ML prediction needs macOS") for r in rows)
+    assert "coreml" in cli("run", "--help").stdout

@@ -51,10 +51,13 @@ def coreml_note(coreml: CoreMLFacts, load_s: float | None) -> str:
         f"Core ML (coremltools {coreml.version}), compute units {coreml.compute_units}, "
         f"computed in {coreml.compute_precision}"
     )
+    if coreml.compute_precision == "fp32":
+        text += " (an fp32 model never runs on the Neural Engine)"
     if load_s is not None:
         text += f"; loading took {load_s:.2f} s ({coreml.compiled}), not counted in the timing"
     if coreml.per_unit is not None and coreml.operators is not None:
-        ran = ", ".join(f"{unit} {coreml.per_unit.get(unit, 0)}" for unit in _UNITS)
+        others = [unit for unit in coreml.per_unit if unit not in _UNITS]  # "undetermined"
+        ran = ", ".join(f"{unit} {coreml.per_unit.get(unit, 0)}" for unit in [*_UNITS, *others])
         text += f"; the compute plan puts its {coreml.operators} operators on: {ran}"
     elif coreml.plan_unavailable:
         text += f"; no compute plan: {coreml.plan_unavailable}"
