@@ -399,3 +399,11 @@ def test_off_macos_core_ml_is_stored_as_unsupported(cli, tmp_path):
     assert {r["status"] for r in rows} == {"unsupported"}
     assert all(r["error"].startswith("Core ML prediction needs macOS") for r in rows)
     assert "coreml" in cli("run", "--help").stdout
+
+
+def test_the_cli_offers_every_core_ml_backend_and_no_other():
+    from accelbench.core import vocab
+
+    named = {b for b in vocab.BACKENDS if b.startswith("coreml")}
+    assert named == {"coreml", *(coreml.backend_name(u) for u in COMPUTE_UNITS)}
+    assert all(coreml.CoreML().owns(b) for b in named - {"coreml"})

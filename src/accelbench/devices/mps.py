@@ -124,7 +124,7 @@ class MpsBackend(DeviceBackend):
     # The timer is the base's HostTimer (synchronize, then the host clock) on every PyTorch
     # version, never torch.mps.event.Event: until pytorch#196395 (September 2026) its
     # elapsed_time could hang after end.synchronize() and short intervals came out reversed,
-    # and no released version we can check for carries that fix yet.
+    # and we could not confirm which release carries the fix, so no version check proves it.
 
     def runtime_facts(self, index: int) -> dict[str, str]:
         # Stored with every MPS result: with the fallback on, a figure may be partly the CPU's.
