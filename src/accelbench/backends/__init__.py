@@ -1,5 +1,6 @@
-"""Backends: PyTorch, and ONNX Runtime on the exported model, each one registered object
-(`base.Backend`). What the engine asks of a configuration's backend goes through here."""
+"""Backends: PyTorch, ONNX Runtime on the exported model and Core ML on the converted one
+(macOS), each one registered object (`base.Backend`). What the engine asks of a
+configuration's backend goes through here."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Callable, Sequence
 from ..core.result import RunSpec
 from ..devices import Device
 from ..workloads import Workload
-from . import onnxruntime, pytorch  # noqa: F401  (each registers its backend)
+from . import coreml, onnxruntime, pytorch  # noqa: F401  (each registers its backend)
 from .base import Backend, Runnable, all_backends, backend_for
 
 __all__ = [

@@ -78,8 +78,9 @@ def _add_configurations(matrix: argparse._ArgumentGroup) -> None:
         default=("torch",),
         metavar="LIST",
         help="torch; onnxruntime (inference on the model exported to ONNX, one row per "
-        "execution provider of the device), or one provider such as onnxruntime-cpu "
-        "(default: torch)",
+        "execution provider of the device), or one provider such as onnxruntime-cpu; coreml "
+        "(macOS: inference on the model converted to Core ML, one row per compute-unit setting "
+        "on the mps device), or one setting such as coreml-cpu-and-ne (default: torch)",
     )
 
 

@@ -23,6 +23,10 @@ Who writes which keys (units are on each value's fields below):
   max_batch_limit_reached, max_batch_stopped_by
 - workflows/optimize_plan: optimize (the ladder's variant and tolerance)
 - workflows/verify: verify (its results carry no measurement)
+- engine/runner, on a device whose operators may fall back to the CPU (MPS with
+  PYTORCH_ENABLE_MPS_FALLBACK=1): cpu_fallback_ops (the operators PyTorch said ran on the CPU)
+- backends/coreml (through the prepared run's info): coreml (CoreMLFacts), load_s (s: loading,
+  which compiles for the device, timed apart from the predictions)
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from .explanation import Explanation
 
 __all__ = [
     "ACHIEVED_FLOPS",
+    "COREML",
+    "CPU_FALLBACK_OPS",
     "DEVICE_MEMORY",
     "DRIFT",
     "EXPLAIN",
@@ -46,6 +52,7 @@ __all__ = [
     "MACHINE_STATE",
     "LATENCY",
     "LATENCY_ERROR",
+    "LOAD_S",
     "MAX_BATCH",
     "MAX_BATCH_LIMIT_REACHED",
     "MAX_BATCH_PROBES",
@@ -75,6 +82,7 @@ __all__ = [
     "WORLD_SIZE",
     "check_metrics",
     "Bottleneck",
+    "CoreMLFacts",
     "Drift",
     "Flops",
     "Latency",
@@ -128,6 +136,10 @@ OVERHEAD = "overhead"
 EXPLAIN = "explain"
 EXPLAIN_ERROR = "explain_error"
 MACHINE_STATE = "machine_state"
+# The Mac paths (issue 14): MPS's CPU fallback, and Core ML.
+CPU_FALLBACK_OPS = "cpu_fallback_ops"
+COREML = "coreml"
+LOAD_S = "load_s"
 
 
 def _group(metrics: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
@@ -461,6 +473,39 @@ class OnnxRuntimeFacts:
 
 
 @dataclass(frozen=True)
+class CoreMLFacts:
+    """How a Core ML result was made and timed (`coreml`): the compute units allowed, the
+    precision computed in, and where the compute plan would run the operators."""
+
+    version: str = ""  # coremltools'
+    compute_units: str = ""  # ALL, CPU_AND_NE, CPU_AND_GPU or CPU_ONLY
+    compute_precision: str = ""  # fp16 or fp32
+    compiled: str = ""  # "compiled for this run" or "cached from an earlier run of the sweep"
+    operators: int | None = None  # operators of the main function, constants left out
+    per_unit: Mapping[str, int] | None = None  # the compute plan's preferred unit -> count
+    plan_unavailable: str = ""  # why there are no per-unit counts
+    timing: str = ""
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> CoreMLFacts | None:
+        found = _group(metrics, COREML)
+        if found is None:
+            return None
+        per_unit = found.get("per_unit")
+        operators = found.get("operators")
+        return cls(
+            version=str(found.get("version", "")),
+            compute_units=str(found.get("compute_units", "")),
+            compute_precision=str(found.get("compute_precision", "")),
+            compiled=str(found.get("compiled", "")),
+            operators=None if operators is None else int(operators),
+            per_unit=None if per_unit is None else {str(k): int(v) for k, v in per_unit.items()},
+            plan_unavailable=str(found.get("plan_unavailable") or ""),
+            timing=str(found.get("timing", "")),
+        )
+
+
+@dataclass(frozen=True)
 class OptimizeTag:
     """Marks a result as one variant of an `accelbench optimize` ladder (`optimize`)."""
 
@@ -700,6 +745,18 @@ class Metrics:
         return OnnxRuntimeFacts.from_metrics(self.raw)
 
     @property
+    def cpu_fallback_ops(self) -> tuple[str, ...]:
+        return tuple(str(name) for name in self.raw.get(CPU_FALLBACK_OPS) or ())
+
+    @property
+    def coreml(self) -> CoreMLFacts | None:
+        return CoreMLFacts.from_metrics(self.raw)
+
+    @property
+    def load_s(self) -> float | None:
+        return _number(self.raw, LOAD_S)
+
+    @property
     def optimize(self) -> OptimizeTag | None:
         return OptimizeTag.from_metrics(self.raw)
 
@@ -724,6 +781,7 @@ _KEY_TYPES: dict[str, tuple[type, ...]] = {
         (SETUP_S, JOULES_PER_SAMPLE, SAMPLES_PER_S_PER_WATT, FLOPS_PER_SAMPLE, ACHIEVED_FLOPS),
         _NUMBER,
     ),
+    LOAD_S: _NUMBER,
     **dict.fromkeys((PEAK_FLOPS, MFU, SCALING_EFFICIENCY, SINGLE_PROCESS_SAMPLES_PER_S), _NUMBER),
     **dict.fromkeys((MAX_BATCH, DEVICE_MEMORY, WORLD_SIZE), (int,)),
     **dict.fromkeys(
@@ -732,7 +790,7 @@ _KEY_TYPES: dict[str, tuple[type, ...]] = {
     LATENCY_ERROR: (str,),
     MAX_BATCH_STOPPED_BY: (str,),
     **dict.fromkeys((MEMORY_TENSORS_ONLY, MAX_BATCH_LIMIT_REACHED), (bool,)),
-    **dict.fromkeys((RANKS, MAX_BATCH_PROBES), (list,)),
+    **dict.fromkeys((RANKS, MAX_BATCH_PROBES, CPU_FALLBACK_OPS), (list,)),
 }
 # The groups stored under one key whose own keys are their view's field names.
 _GROUPS: dict[str, type] = {
@@ -743,6 +801,7 @@ _GROUPS: dict[str, type] = {
     VERDICT: Bottleneck,
     PRUNING: Pruning,
     ONNXRUNTIME: OnnxRuntimeFacts,
+    COREML: CoreMLFacts,
     OPTIMIZE: OptimizeTag,
     VERIFY: Verification,
     OVERHEAD: Overhead,

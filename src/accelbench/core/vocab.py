@@ -6,6 +6,7 @@ from __future__ import annotations
 
 __all__ = [
     "BACKENDS",
+    "COREML",
     "DEFAULT_WORKLOAD",
     "EXPORT_TARGETS",
     "MODES",
@@ -24,7 +25,16 @@ TORCH = "torch"
 # "onnxruntime" means every execution provider of the device; a provider can be named alone.
 ONNXRUNTIME = "onnxruntime"
 ORT_PROVIDERS = ("cpu", "cuda", "tensorrt", "rocm", "migraphx", "coreml", "openvino")
-BACKENDS = (TORCH, ONNXRUNTIME, *(f"{ONNXRUNTIME}-{p}" for p in ORT_PROVIDERS))
+# "coreml" means every compute-unit setting (macOS); a setting can be named alone.
+COREML = "coreml"
+COREML_UNITS = ("all", "cpu-and-ne", "cpu-and-gpu", "cpu-only")
+BACKENDS = (
+    TORCH,
+    ONNXRUNTIME,
+    *(f"{ONNXRUNTIME}-{p}" for p in ORT_PROVIDERS),
+    COREML,
+    *(f"{COREML}-{u}" for u in COREML_UNITS),
+)
 
 EXPORT_TARGETS = ("onnx", "coreml")  # what `accelbench export --to` writes (accelbench.exporters)
 

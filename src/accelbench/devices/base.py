@@ -26,6 +26,7 @@ __all__ = [
     "EventTimer",
     "HostTimer",
     "MemoryReading",
+    "PeakSampler",
     "Timer",
 ]
 
@@ -49,6 +50,17 @@ class MemoryReading:
     bytes: int | None
     meaning: str
     tensors_only: bool = False  # counts tensor storage alone (an allocator's peak), not a process
+
+
+class PeakSampler(Protocol):
+    """Samples a memory counter while entered (around the timed samples); for a device that
+    keeps no peak counter of its own."""
+
+    def __enter__(self) -> object: ...
+    def __exit__(self, *exc: object) -> None: ...
+    def reading(self) -> MemoryReading | None:
+        """The largest value sampled and what it means, or None if nothing was sampled."""
+        ...
 
 
 class Timer(Protocol):
@@ -84,7 +96,8 @@ class HostTimer:
 
 
 class EventTimer:
-    """The backend's own events, recorded on the device's queue (CUDA, XPU, MPS).
+    """The backend's own events, recorded on the device's queue (CUDA; see mps.py and xpu.py
+    for why those kinds time with the host clock).
 
     start() synchronizes first so that no earlier work (warm-up) overlaps the region; stop()
     synchronizes after recording so that elapsed() can be read at once.
@@ -215,6 +228,33 @@ class Device:
         """Why operators may silently run on the CPU instead of this device, or ""."""
         return self.backend.cpu_fallback()
 
+    def peak_sampler(self) -> PeakSampler | None:
+        """A sampler of this device's memory for the timed samples, where it has no peak."""
+        return self.backend.peak_sampler(self.index)
+
+    @property
+    def swap_limit(self) -> int | None:
+        """Bytes past which this device's memory spills to swap (slowly) rather than raising
+        an out-of-memory error, or None where running out of memory raises."""
+        return self.total_memory if self.backend.spills_to_swap else None
+
+    @property
+    def hosts_coreml(self) -> bool:
+        """Whether Core ML models are benchmarked on this device (the Mac's GPU entry)."""
+        return self.backend.hosts_coreml
+
+    def compile_unsupported(self) -> str:
+        """Why torch.compile cannot run on this device, or ""."""
+        return self.backend.compile_unsupported()
+
+    def dist_unsupported(self) -> str:
+        """Why data parallelism (torch.distributed) cannot run on this device, or ""."""
+        return self.backend.dist_unsupported()
+
+    def dtype_unsupported(self, precision: str) -> str:
+        """Why this device cannot run `precision`, saying the real cause, or ""."""
+        return self.backend.dtype_unsupported(precision, self)
+
     @property
     def onnxruntime_providers(self) -> tuple[str, ...]:
         """The ONNX Runtime execution providers that run on this kind of device, best first."""
@@ -250,9 +290,29 @@ class DeviceBackend:
     profiler_activity = ""
     host_only_reason = "PyTorch's profiler records no kernels for this device"
 
+    spills_to_swap = False  # memory past the limit goes to swap, not to an OOM (MPS)
+    hosts_coreml = False  # Core ML's rows are filed under this device (MPS: the Mac's GPU)
+
     def cpu_fallback(self) -> str:
         """Why operators may silently run on the CPU instead of this device, or ""."""
         return ""
+
+    def peak_sampler(self, index: int) -> PeakSampler | None:
+        return None  # peak_memory() has a counter of its own
+
+    def compile_unsupported(self) -> str:
+        return ""
+
+    def dist_unsupported(self) -> str:
+        if self.dist_backend is None:
+            return f"{self.kind} has no torch.distributed backend for data parallelism"
+        return ""
+
+    def dtype_unsupported(self, precision: str, device: Device) -> str:
+        runs = device.dtypes.names()
+        if precision in runs:
+            return ""
+        return f"{device.name} does not run {precision} (it runs {', '.join(runs)})"
 
     def discover(self) -> list[Device]:
         """This kind's devices, or one unavailable Device whose reason says why there are none."""

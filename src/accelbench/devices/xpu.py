@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from .base import Device, DeviceBackend, DtypeSupport, EventTimer, MemoryReading, Timer
+from .base import Device, DeviceBackend, DtypeSupport, MemoryReading
 
 __all__ = ["XpuBackend"]
 
@@ -49,10 +49,11 @@ class XpuBackend(DeviceBackend):
     def synchronize(self, index: int) -> None:
         torch.xpu.synchronize(index)
 
-    def timer(self, index: int) -> Timer:
-        return EventTimer(
-            lambda: torch.xpu.Event(enable_timing=True), lambda: self.synchronize(index)
-        )
+    # The timer is the base's HostTimer (synchronize, then the host clock), not torch.xpu.Event:
+    # XPUEvent.elapsed_time raised NotImplementedError up to PyTorch 2.4 (pytorch#131840; it
+    # came with pytorch#134666 and needs oneAPI 2025.0), and IPEX's xpu.Event reported wrong
+    # times under the 2024.1 SYCL runtime (intel-extension-for-pytorch#568). Projects that
+    # time XPU work (DeepSpeed#5761, intel-extension-for-deepspeed#84) use the host clock too.
 
     def context(self, index: int) -> contextlib.AbstractContextManager[Any]:
         return torch.xpu.device(index)

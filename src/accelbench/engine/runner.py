@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -15,6 +16,7 @@ from ..core.metrics import P99_MIN_SAMPLES, Latency, Overhead, Probe
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
 from ..devices import Device, MemoryReading, is_out_of_memory
+from ..devices.base import PeakSampler
 from ..devices.fingerprint import fingerprint
 from ..devices.power import PowerMeter
 from ..errors import one_line
@@ -171,9 +173,10 @@ def _time(
     profile: ProfileRequest | None,
 ) -> _Timed:
     device.reset_peak_memory()  # before building, so weights and data count
-    # Only where operators may fall back to the CPU (MPS): elsewhere the measured path is the
-    # same with and without a profile.
-    watch = profile is not None and bool(device.cpu_fallback())
+    # Only where operators may fall back to the CPU (MPS): PyTorch warns once per operator,
+    # during the build or the warm-up, and the names are stored with the result.
+    watch = bool(device.cpu_fallback())
+    sampler = device.peak_sampler()  # a device with no peak counter (MPS): sampled instead
     with fallback_warnings(active=watch) as fallbacks:
         started = time.perf_counter()
         prep = build(spec, workload, device)
@@ -181,9 +184,14 @@ def _time(
         setup = time.perf_counter() - started
         meter = device.power_meter()  # read over the timed samples, not the warm-up
         state = device.state_meter()
-        measurement = measure(block_function(prep), prep.timer, stop, on_block, (meter, state))
-    memory = prep.peak_memory()  # before the drift check builds anything more
+        phases: list[AbstractContextManager[Any]] = [meter, state]
+        if sampler is not None:
+            phases.append(sampler)
+        measurement = measure(block_function(prep), prep.timer, stop, on_block, phases)
+    memory = _sampled(prep.peak_memory(), sampler)  # before the drift check builds more
     recorded = {**prep.info, **state.to_metrics()}
+    if watch:
+        recorded[keys.CPU_FALLBACK_OPS] = list(dict.fromkeys(fallbacks))
     profile_s = None
     if profile is not None:  # after the samples, never inside them
         started = time.perf_counter()
@@ -197,6 +205,15 @@ def _time(
         drift_s = time.perf_counter() - started
     # prep goes with this frame, freeing the device for the probe
     return _Timed(measurement, memory, setup, meter, recorded, drift_s, profile_s)
+
+
+def _sampled(memory: MemoryReading, sampler: PeakSampler | None) -> MemoryReading:
+    """The sampled peak, where the backend reads the device's own memory (PyTorch's): ONNX
+    Runtime and Core ML allocate outside it, and say so with no figure."""
+    sampled = sampler.reading() if sampler is not None else None
+    if sampled is None or sampled.bytes is None or memory.bytes is None:
+        return memory
+    return replace(sampled, bytes=max(sampled.bytes, memory.bytes))
 
 
 def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import torch
 from ..errors import UsageError, one_line, require
 from .common import Exportable, ExportReport, atomic_path
 
-__all__ = ["COMPUTE_UNITS", "export_coreml"]
+__all__ = ["COMPUTE_UNITS", "convert", "export_coreml"]
 
 COMPUTE_UNITS = ("ALL", "CPU_AND_NE", "CPU_AND_GPU", "CPU_ONLY")
 TOLERANCES = {"fp32": 1e-3, "fp16": 3e-2}  # relative to the output's largest magnitude
@@ -33,27 +33,36 @@ def export_coreml(model: Exportable, stem: Path, compute_units: str = "ALL") -> 
             f"unknown compute units {compute_units!r}; valid: {', '.join(COMPUTE_UNITS)}"
         )
     path = stem.parent / f"{stem.name}.{model.precision}.mlpackage"
-    # Core ML takes fp32 weights and lowers them itself when compute_precision is fp16.
     module = copy.deepcopy(model.module).float()
+    converted = convert(ct, model, module, compute_units)
+    with atomic_path(path) as partial:
+        converted.save(str(partial))
+    report = ExportReport("coreml", str(path), facts=_structure(converted, compute_units))
+    report.validation = _validate(converted, model, module)
+    return report
+
+
+def convert(
+    ct: Any, model: Exportable, module: torch.nn.Module, compute_units: str, load: bool = True
+) -> Any:
+    """`module` (fp32: Core ML takes fp32 weights and lowers them itself when computing in
+    fp16) as an ML program computing in the model's precision; the Core ML benchmark backend
+    converts the same way. `load=False` skips loading it (which compiles it, on macOS)."""
     example = model.example.float() if model.example.dtype.is_floating_point else model.example
     try:
         program = torch.export.export(module, (example,)).run_decompositions({})
         with contextlib.redirect_stdout(sys.stderr):  # progress printing; stdout is for --json
-            converted = ct.convert(
+            return ct.convert(
                 program,
                 convert_to="mlprogram",
                 compute_precision=ct.precision.FLOAT16
                 if model.precision == "fp16"
                 else ct.precision.FLOAT32,
                 compute_units=getattr(ct.ComputeUnit, compute_units),
+                skip_model_load=not load,
             )
     except Exception as exc:
         raise UsageError(f"cannot convert {model.name} to Core ML: {one_line(exc)}") from None
-    with atomic_path(path) as partial:
-        converted.save(str(partial))
-    report = ExportReport("coreml", str(path), facts=_structure(converted, compute_units))
-    report.validation = _validate(converted, model, module)
-    return report
 
 
 def _structure(converted: Any, compute_units: str) -> dict[str, Any]:

@@ -43,6 +43,9 @@ class Compile(Lever):
     def label(self, value: Value) -> str:
         return "compile" if value == "default" else f"compile:{value}"
 
+    def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
+        return device.compile_unsupported() or None  # MPS before PyTorch 2.8, say
+
     def apply_model(self, prep: Prepared, value: Value) -> None:
         import torch
 

@@ -44,8 +44,9 @@ class DataParallel(Lever):
         return f"x{value} processes"
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
-        if device.dist_backend is None:
-            return f"{device.kind} has no torch.distributed backend for data parallelism"
+        reason = device.dist_unsupported()  # the device says why (MPS: no collectives)
+        if reason:
+            return reason
         if spec.mode != "train":
             return "data parallelism exchanges gradients: it applies to training only"
         if spec.lever("cuda_graphs", False):

@@ -56,10 +56,8 @@ class Precision(Lever):
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
         if spec.precision == "int8":
             return "int8 goes through ONNX Runtime's quantization: add --backends onnxruntime"
-        runs = device.dtypes.names()
-        if spec.precision not in runs:
-            return f"{device.name} does not run {spec.precision} (it runs {', '.join(runs)})"
-        return None
+        # The device says the real cause (bf16 on MPS before macOS 14, say).
+        return device.dtype_unsupported(spec.precision) or None
 
     def apply_model(self, prep: Prepared, value: Value) -> None:
         import torch

@@ -319,10 +319,12 @@ def _search_max_batch(plan: Plan, config: Config, on_block: Callable[[int, float
     from ..engine.maxbatch import PROBE_STOP, find_max_batch
 
     probe = replace(config, stop=PROBE_STOP)
-    found = find_max_batch(
-        config.spec, lambda spec: _run_one(plan, replace(probe, spec=spec), on_block)
-    )
     device = plan.devices[config.spec.device]
+    found = find_max_batch(
+        config.spec,
+        lambda spec: _run_one(plan, replace(probe, spec=spec), on_block),
+        swap_limit=device.swap_limit,  # MPS: recommended_max_memory(), past which it swaps
+    )
     metrics = {**found.to_metrics(), keys.DEVICE_MEMORY: device.total_memory}
     if found.largest is None:
         error = found.stopped_by or "not even a batch of 1 fits in memory"

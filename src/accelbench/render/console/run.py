@@ -50,7 +50,7 @@ def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
     notes: dict[str, list[str]] = {}  # note -> the configurations (or devices) it is about
     for r in results:
         who = f"{r.spec.device} {label(r.spec)}"
-        head = (r.spec.device, r.environment.get("device_model", ""), label(r.spec))
+        head = (r.spec.device, r.environment.get("device_model", ""), _configuration(r))
         if r.measurement is None:
             table.add_row(*head, r.status.upper(), *[""] * (len(_RUN_HEADERS) - 4))
             notes.setdefault(f"{r.status}: {r.error}", []).append(who)
@@ -66,6 +66,12 @@ def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
         unique = list(dict.fromkeys(whos))
         lines.append(f"{'all' if len(whos) == len(results) else '; '.join(unique)}: {note}")
     return render_table(table, lines, width)
+
+
+def _configuration(r: Result) -> str:
+    """The row's label, flagged where operators fell back to the CPU (the notes name them)."""
+    flag = " (partly on the CPU)" if r.facts.cpu_fallback_ops else ""
+    return label(r.spec) + flag
 
 
 def _device_notes(r: Result) -> list[str]:

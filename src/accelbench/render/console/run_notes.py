@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...core.metrics import (
+    CoreMLFacts,
     Drift,
     MachineState,
     MaxBatchSearch,
@@ -13,7 +14,13 @@ from ...core.metrics import (
 from ...core.result import Result
 from ..text import format_bytes, number
 
-__all__ = ["derived_notes", "drift_note", "machine_state_notes", "onnxruntime_note"]
+__all__ = [
+    "coreml_note",
+    "derived_notes",
+    "drift_note",
+    "machine_state_notes",
+    "onnxruntime_note",
+]
 
 # Warn, as hyperfine does about outliers, when the machine was not the benchmark's alone.
 OTHER_CPU_WARN_CORES = 0.1  # other processes' CPU time, cores on average over the samples
@@ -46,6 +53,13 @@ def derived_notes(r: Result) -> list[str]:
             f"onnxruntime {ort.version}, providers {', '.join(ort.providers)}; "
             f"timed: {ort.timing}" + _caveat(ort)
         )
+    if fallen := metrics.cpu_fallback_ops:
+        notes.append(
+            f"partly on the CPU: {', '.join(fallen)} fell back to the CPU "
+            "(PYTORCH_ENABLE_MPS_FALLBACK=1): the figures are partly the CPU's"
+        )
+    if coreml := metrics.coreml:
+        notes.append(coreml_note(coreml, metrics.load_s))
     return notes
 
 
@@ -81,6 +95,28 @@ def machine_state_notes(state: MachineState) -> list[str]:
             f"samples{f' (pid {pids})' if pids else ''}: {NOISY}"
         )
     return notes + [why for why in (state.host_unavailable, state.gpu_unavailable) if why]
+
+
+_UNITS = ("Neural Engine", "GPU", "CPU")
+
+
+def coreml_note(coreml: CoreMLFacts, load_s: float | None) -> str:
+    """A Core ML result's compute units, precision, load time and compute plan, as a sentence."""
+    text = (
+        f"Core ML (coremltools {coreml.version}), compute units {coreml.compute_units}, "
+        f"computed in {coreml.compute_precision}"
+    )
+    if coreml.compute_precision == "fp32":
+        text += " (an fp32 model never runs on the Neural Engine)"
+    if load_s is not None:
+        text += f"; loading took {load_s:.2f} s ({coreml.compiled}), not counted in the timing"
+    if coreml.per_unit is not None and coreml.operators is not None:
+        others = [unit for unit in coreml.per_unit if unit not in _UNITS]  # "undetermined"
+        ran = ", ".join(f"{unit} {coreml.per_unit.get(unit, 0)}" for unit in [*_UNITS, *others])
+        text += f"; the compute plan puts its {coreml.operators} operators on: {ran}"
+    elif coreml.plan_unavailable:
+        text += f"; no compute plan: {coreml.plan_unavailable}"
+    return text
 
 
 def _power_notes(power: Power) -> list[str]:
