@@ -22,6 +22,7 @@ from accelbench.render import markdown_report, throughput_chart
 from accelbench.render.console import compare_table, results_table, run_tables, verify_table
 from accelbench.render.console.table import new_table, render_table
 from accelbench.render.html import html_report
+from accelbench.render.rows import HEADERS
 from accelbench.render.text import inert
 from accelbench.store.db import Store
 from accelbench.store.results_file import write_export
@@ -87,7 +88,8 @@ def test_markdown_keeps_one_line_per_row_and_no_control_characters():
     _assert_inert(text)
     table = [line for line in text.splitlines() if line.startswith("|")]
     assert len(table) == 3  # header, rule, one result: \r\n did not split the row
-    assert all(line.count(" | ") == 7 for line in table[2:])  # a|b did not add a cell
+    cells = len(HEADERS)
+    assert all(line.count(" | ") == cells - 1 for line in table[2:])  # a|b did not add a cell
     assert r"a\|b\r\nc" in table[2]
 
 

@@ -108,8 +108,7 @@ def _panels(
         1,
         figsize=(9, sum(heights) + 0.6),
         squeeze=False,
-        gridspec_kw={"height_ratios": heights},
-        layout="constrained",  # each panel's title clear of the one above's axis
+        gridspec_kw={"height_ratios": heights, "hspace": 0.9 / max(1.0, sum(heights) / 4)},
     )
     for axes, (workload, members) in zip(axes_list[:, 0], by_workload.items(), strict=True):
         drawn = sorted(((bar(r), r) for r in members), key=lambda pair: -pair[0][0])
