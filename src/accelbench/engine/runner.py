@@ -148,6 +148,10 @@ def _time(
         measurement = measure(block_function(prep), prep.timer, stop, on_block, meter)
     memory = prep.peak_memory()  # before the drift check builds anything more
     recorded = dict(prep.info)
+    if keys.GENERATION in recorded:  # every generation's phases, logged: keep the timed ones'
+        recorded[keys.GENERATION] = recorded[keys.GENERATION].summary(
+            measurement, spec.steps_per_block
+        )
     profile_s = None
     if profile is not None:  # after the samples, never inside them
         started = time.perf_counter()

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from ...core.metrics import Drift, MaxBatchSearch, OnnxRuntimeFacts, Parallel, Power
+from ...core.metrics import (
+    Drift,
+    Generation,
+    MaxBatchSearch,
+    OnnxRuntimeFacts,
+    Parallel,
+    Power,
+)
 from ...core.result import Result
-from ..text import format_bytes, number
+from ..text import format_bytes, format_seconds, number
 
-__all__ = ["derived_notes", "drift_note", "onnxruntime_note"]
+__all__ = ["derived_notes", "drift_note", "generation_notes", "onnxruntime_note"]
 
 
 def derived_notes(r: Result) -> list[str]:
@@ -15,6 +22,8 @@ def derived_notes(r: Result) -> list[str]:
     metrics = r.facts
     bottleneck, flops = metrics.bottleneck, metrics.flops
     notes = [bottleneck.explanation] if bottleneck else []
+    if generation := metrics.generation:
+        notes += generation_notes(generation)
     if power := metrics.power:
         notes += _power_notes(power)
     if flops.peak is not None:
@@ -33,6 +42,51 @@ def derived_notes(r: Result) -> list[str]:
             f"timed: {ort.timing}" + _caveat(ort)
         )
     return notes
+
+
+def generation_notes(g: Generation) -> list[str]:
+    """A generation's phases, and why they are that fast: the bytes a decode step reads
+    against the device's bandwidth, the prefill's FLOPs against its peak."""
+    said = (
+        f"time to first token {format_seconds(g.prefill_median_s)} (median prefill of "
+        f"{g.prompt_length} tokens over {len(g.prefill_s)} generations of exactly "
+        f"{g.generated_tokens} tokens)"
+    )
+    notes = [said]
+    decode = g.decode_median_s
+    if decode is not None and g.token_p50_s is not None and g.token_p90_s is not None:
+        notes.append(
+            f"decode {format_seconds(g.token_p50_s)} per token (p90 "
+            f"{format_seconds(g.token_p90_s)}), {number(g.decode_tokens_per_s or 0)} tokens/s "
+            f"= batch {g.batch_size} x {g.decode_steps} steps / median decode "
+            f"{format_seconds(decode)}"
+        )
+    if g.bytes_per_token is not None and g.achieved_bandwidth is not None:
+        notes.append(_bandwidth_note(g, g.bytes_per_token, g.achieved_bandwidth))
+    if g.prefill_flops is not None and g.prefill_achieved_flops is not None:
+        text = (
+            f"prefill {number(g.prefill_flops / 1e9)} GFLOP at "
+            f"{number(g.prefill_achieved_flops / 1e12)} TFLOP/s"
+        )
+        if g.prefill_mfu is not None and g.peak_flops is not None:
+            text += f", MFU {g.prefill_mfu:.1%} of {number(g.peak_flops / 1e12)} TFLOP/s"
+        notes.append(text)
+    return notes
+
+
+def _bandwidth_note(g: Generation, per_token: float, achieved: float) -> str:
+    cache = format_bytes(round(g.kv_bytes_per_token or 0))
+    text = (
+        f"each decode step reads {format_bytes(round(per_token))} (weights "
+        f"{format_bytes(g.weight_bytes)} + KV cache {cache} on average): "
+        f"{number(achieved / 1e9)} GB/s at the median step"
+    )
+    if g.bandwidth_share is not None and g.peak_bandwidth is not None:
+        text += (
+            f", {g.bandwidth_share:.1%} of {number(g.peak_bandwidth / 1e9)} GB/s "
+            f"({g.bandwidth_source})"
+        )
+    return text
 
 
 def _power_notes(power: Power) -> list[str]:
