@@ -14,6 +14,7 @@ from ..core.explanation import ProfileRequest
 from ..core.metrics import Overhead, Probe
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
+from ..core.vocab import GENERATE
 from ..devices import Device, MemoryReading, is_out_of_memory
 from ..devices.fingerprint import fingerprint
 from ..devices.power import PowerMeter
@@ -68,6 +69,8 @@ def run_config(
     `profile`, a few steps are profiled after the samples, for the explanation (engine/profile).
     """
     base = Result(spec=spec, status="error", environment=fingerprint(device))
+    # The probe feeds the bottleneck verdict; a generation's phases carry their own "why".
+    probe = probe and spec.mode != GENERATE
     reason = unsupported(spec, device, workload)
     if reason:
         return replace(base, status="unsupported", error=reason)
