@@ -182,8 +182,10 @@ def test_a_transformers_causal_lm_from_a_factory(tmp_path):
         ((TINY, "--modes", "generate", "--prompt-lengths", "300"), "more than gpt2-tiny's 256"),
         ((TINY, "--modes", "generate", "--new-tokens", "0"), "--new-tokens"),
         ((TINY, "--prompt-lengths", "8"), "apply to --modes generate only"),
-        (("--model", "MODEL", "--input-shape", "4", "--loss", "mse", "--modes", "generate"),
-         "is not one"),
+        (
+            ("--model", "MODEL", "--input-shape", "4", "--loss", "mse", "--modes", "generate"),
+            "is not one",
+        ),
     ],
 )
 def test_bad_generate_input_is_one_line_and_exit_2(tmp_path, args, words):
