@@ -234,3 +234,17 @@ def test_a_generate_run_stores_its_phases_and_survives_export(tmp_path):
         assert other.import_results([back]) == 1
         (imported,) = other.results()
     assert imported.facts.generation == g and imported.measurement == result.measurement
+
+
+def test_levers_not_measured_with_generate_are_refused_and_optimize_too():
+    from accelbench.backends import unsupported
+    from accelbench.devices import resolve_devices
+    from accelbench.levers import spec_with
+    from accelbench.workflows.optimize_plan import OptimizeRequest, plan_ladder
+
+    cpu, tiny = resolve_devices("cpu")[0], get_workload(TINY)
+    assert unsupported(spec_with(_generate_spec(), threads=1), cpu, tiny) is None
+    reason = unsupported(spec_with(_generate_spec(), compile="default"), cpu, tiny)
+    assert reason == "compile: not measured with mode generate yet"
+    with pytest.raises(UsageError, match="optimize does not search mode generate"):
+        plan_ladder(OptimizeRequest(WorkloadRef(TINY), device="cpu", mode="generate"))
