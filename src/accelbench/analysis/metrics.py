@@ -17,9 +17,11 @@ from ..core import metrics as keys
 from ..core.peaks import PeakFigures
 from ..core.result import Result
 from ..core.stats import Measurement
+from ..core.vocab import GENERATE
 from ..devices import HOST_DEVICE, Device
 from ..devices.peaks import known_peaks
 from ..workloads import Workload
+from ..workloads.llm import LanguageModel
 from .verdict import Timing, judge
 
 __all__ = ["Analyzer", "count_flops_per_sample"]
@@ -62,6 +64,8 @@ class Analyzer:
         m = result.measurement
         if m is None:
             return result
+        if result.spec.mode == GENERATE:  # its phases have figures of their own
+            return self._generation(result, workload, device)
         key = (result.spec.workload, result.spec.mode)
         if key not in self._flops:
             self._flops[key] = count_flops_per_sample(workload, result.spec.mode)
@@ -72,6 +76,20 @@ class Analyzer:
             per_sample = pruning.flops_per_sample
         figures = self._figures(result, per_sample, self.peaks(device), device, workload.images)
         return replace(result, metrics={**result.metrics, **figures})
+
+    def _generation(self, result: Result, workload: Workload, device: Device) -> Result:
+        """A generation's bandwidth share and prefill MFU (analysis/bandwidth)."""
+        from .bandwidth import count_prefill_flops, generation_figures
+
+        found, spec = result.facts.generation, result.spec
+        if found is None or not isinstance(workload, LanguageModel):
+            return result
+        key = (spec.workload, f"prefill {found.prompt_length}")
+        if key not in self._flops:
+            self._flops[key] = count_prefill_flops(workload, found.prompt_length)
+        figures = generation_figures(found, spec.precision, self.peaks(device), self._flops[key])
+        group = {**result.metrics[keys.GENERATION], **figures}
+        return replace(result, metrics={**result.metrics, keys.GENERATION: group})
 
     def _figures(
         self,

@@ -1,5 +1,5 @@
-"""PyTorch as a backend: the model on its device with the spec's levers applied, and the train
-or infer step."""
+"""PyTorch as a backend: the model on its device with the spec's levers applied, and the train,
+infer or generate step (generate's in backends/generate)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,14 @@ from collections.abc import Callable
 import torch
 
 from ..core.result import DEFAULT_BACKEND, RunSpec
+from ..core.vocab import GENERATE
 from ..devices import Device
+from ..errors import WorkloadError
 from ..levers import Prepared, active_levers, unsupported_reason
-from ..workloads import Workload
+from ..workloads import Batch, Workload
+from ..workloads.llm import LanguageModel
 from .base import Backend, Runnable, register
+from .generate import generation_step
 
 __all__ = ["Torch", "build_torch", "train_function"]
 
@@ -34,7 +38,7 @@ def build_torch(spec: RunSpec, workload: Workload, device: Device, seed: int = 0
     """The model on `device`, with `spec`'s levers applied. Same seed, same weights and data."""
     torch.manual_seed(seed)
     model = workload.build_model()
-    batch = workload.make_batch(torch.Generator().manual_seed(seed), spec.batch_size)
+    batch = _batch(spec, workload, torch.Generator().manual_seed(seed))
     target = device.torch_device
     model = model.to(target).train(spec.mode == "train")
     prep = Prepared(
@@ -50,11 +54,25 @@ def build_torch(spec: RunSpec, workload: Workload, device: Device, seed: int = 0
     if spec.mode == "train":
         prep.optimizer = workload.make_optimizer(prep.model)
         prep.step = _train_step(prep)
+    elif spec.mode == GENERATE:
+        prep.step = generation_step(prep)
     else:
         prep.step = _infer_step(prep)
     for lever in levers:
         lever.apply_step(prep, lever.value(spec))
     return prep
+
+
+def _batch(spec: RunSpec, workload: Workload, generator: torch.Generator) -> Batch:
+    """The inputs on the CPU: a batch, or for generate the prompt (and no targets)."""
+    if spec.mode != GENERATE:
+        return workload.make_batch(generator, spec.batch_size)
+    if not isinstance(workload, LanguageModel) or not spec.prompt_length or not spec.new_tokens:
+        raise WorkloadError(
+            f"generate needs a language model, a prompt length and new tokens; {spec.workload} "
+            f"with prompt {spec.prompt_length} and {spec.new_tokens} new tokens is not that"
+        )
+    return workload.prompt(generator, spec.batch_size, spec.prompt_length), torch.empty(0)
 
 
 def train_function(prep: Prepared) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:

@@ -63,7 +63,8 @@ def _add_configurations(matrix: argparse._ArgumentGroup) -> None:
         type=ListOf(OneOf(MODES)),
         default=("train",),
         metavar="LIST",
-        help="train, infer (default: train)",
+        help="train, infer, generate (a language model's greedy decoding: prefill and each "
+        "token timed apart) (default: train)",
     )
     matrix.add_argument(
         "--batch-sizes",
@@ -72,6 +73,7 @@ def _add_configurations(matrix: argparse._ArgumentGroup) -> None:
         metavar="LIST",
         help="batch sizes (default: the workload's)",
     )
+    _add_generation(matrix)
     matrix.add_argument(
         "--backends",
         type=ListOf(OneOf(BACKENDS)),
@@ -81,6 +83,25 @@ def _add_configurations(matrix: argparse._ArgumentGroup) -> None:
         "execution provider of the device), or one provider such as onnxruntime-cpu; coreml "
         "(macOS: inference on the model converted to Core ML, one row per compute-unit setting "
         "on the mps device), or one setting such as coreml-cpu-and-ne (default: torch)",
+    )
+
+
+def _add_generation(matrix: argparse._ArgumentGroup) -> None:
+    """Mode generate's own axes: they multiply its configurations only."""
+    matrix.add_argument(
+        "--prompt-lengths",
+        type=ListOf(count(1)),
+        default=(None,),
+        metavar="LIST",
+        help="--modes generate: prompt tokens (default: the model's, 128 for gpt2)",
+    )
+    matrix.add_argument(
+        "--new-tokens",
+        type=ListOf(count(1)),
+        default=(None,),
+        metavar="LIST",
+        help="--modes generate: tokens decoded after the prompt, exactly, no end token stops "
+        "them (default: the model's, 32 for gpt2)",
     )
 
 

@@ -27,6 +27,8 @@ Who writes which keys (units are on each value's fields below):
   PYTORCH_ENABLE_MPS_FALLBACK=1): cpu_fallback_ops (the operators PyTorch said ran on the CPU)
 - backends/coreml (through the prepared run's info): coreml (CoreMLFacts), load_s (s: loading,
   which compiles for the device, timed apart from the predictions)
+- backends/generate (mode "generate"): generation, the phases timed apart and the bytes a
+  decode step reads; analysis/bandwidth adds its bandwidth share and the prefill's MFU
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ __all__ = [
     "EXPLAIN",
     "EXPLAIN_ERROR",
     "FLOPS_PER_SAMPLE",
+    "GENERATION",
     "JOULES_PER_SAMPLE",
     "MACHINE_STATE",
     "LATENCY",
@@ -85,6 +88,7 @@ __all__ = [
     "CoreMLFacts",
     "Drift",
     "Flops",
+    "Generation",
     "Latency",
     "MachineState",
     "MaxBatchSearch",
@@ -665,6 +669,75 @@ def _optional_float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
+# --- language-model generation (mode "generate") --------------------------------------------
+GENERATION = "generation"
+
+
+@dataclass(frozen=True)
+class Generation:
+    """A generate result's phases (`generation`), each timed apart and synchronized at its
+    boundaries: the prompt's prefill (its forward and the first token), then the new_tokens - 1
+    decode steps, one token per sequence each. Seconds are per timed sample (one generation).
+
+    backends/generate writes the timings and sizes; analysis/bandwidth adds the figures that
+    need the device's peaks. Bytes per decode step: the weights at their dtype plus the KV cache
+    at the length the step attends over, averaged over the decode steps.
+    """
+
+    prompt_length: int
+    new_tokens: int
+    batch_size: int
+    generated_tokens: int  # tokens per sequence the last generation produced, counted
+    prefill_s: tuple[float, ...]  # per timed sample: time to the first token
+    decode_s: tuple[float, ...]  # per timed sample: its decode steps together
+    token_p50_s: float | None = None  # one decode step, median over every timed step
+    token_p90_s: float | None = None
+    decode_tokens_per_s: float | None = None  # batch x decode steps / median decode_s
+    weight_bytes: int | None = None
+    kv_bytes_per_token: float | None = None  # the KV cache one decode step reads, on average
+    kv_cache_bytes: int | None = None  # the KV cache at the end of the generation
+    achieved_bandwidth: float | None = None  # bytes per decode step / token_p50_s, B/s
+    peak_bandwidth: float | None = None  # B/s
+    bandwidth_source: str = ""
+    bandwidth_share: float | None = None  # achieved / peak
+    prefill_flops: float | None = None  # FLOP of one prefill over the batch
+    prefill_achieved_flops: float | None = None  # FLOP/s
+    peak_flops: float | None = None  # FLOP/s for the precision
+    prefill_mfu: float | None = None
+
+    @property
+    def decode_steps(self) -> int:
+        return self.new_tokens - 1  # the first token comes from the prefill
+
+    @property
+    def prefill_median_s(self) -> float:
+        return statistics.median(self.prefill_s)
+
+    @property
+    def decode_median_s(self) -> float | None:
+        return statistics.median(self.decode_s) if self.decode_steps else None
+
+    @property
+    def bytes_per_token(self) -> float | None:
+        if self.weight_bytes is None or self.kv_bytes_per_token is None:
+            return None
+        return self.weight_bytes + self.kv_bytes_per_token
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> Generation | None:
+        found = _group(metrics, GENERATION)
+        if found is None:
+            return None
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in found.items() if k in names}
+        for name in ("prefill_s", "decode_s"):
+            values[name] = tuple(float(x) for x in found[name])
+        return cls(**values)
+
+
+# --- end of language-model generation ------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class Metrics:
     """A result's metrics read through typed accessors: `Metrics(result.metrics).power`.
@@ -772,6 +845,10 @@ class Metrics:
     def machine_state(self) -> MachineState | None:
         return MachineState.from_metrics(self.raw)
 
+    @property
+    def generation(self) -> Generation | None:
+        return Generation.from_metrics(self.raw)
+
 
 # What each key holds, for `check_metrics`: one JSON type, or an object (a group). None passes
 # everywhere: writers store it for "no figure".
@@ -806,6 +883,7 @@ _GROUPS: dict[str, type] = {
     VERIFY: Verification,
     OVERHEAD: Overhead,
     MACHINE_STATE: MachineState,
+    GENERATION: Generation,
 }
 _VIEWS = [name for name, member in vars(Metrics).items() if isinstance(member, property)]
 _VIEW_KEYS = {"bottleneck": VERDICT, "parallel": RANKS, "verification": VERIFY}

@@ -57,6 +57,9 @@ class RunSpec:
     sorted tuple of (name, value): the registry in `accelbench.levers` knows what each means,
     and a configuration with no lever set is the plain eager model. Precision is a field of its
     own because every backend reads it (ONNX Runtime quantizes for int8) and filters select by it.
+
+    `prompt_length` and `new_tokens` are set for mode "generate" only (the prompt's tokens and
+    the tokens decoded after it); None for every other mode, and then left out of `to_dict`.
     """
 
     workload: str
@@ -67,6 +70,8 @@ class RunSpec:
     precision: str = "fp32"
     backend: str = DEFAULT_BACKEND
     levers: tuple[tuple[str, Value], ...] = ()
+    prompt_length: int | None = None
+    new_tokens: int | None = None
 
     def lever(self, name: str, default: Value) -> Value:
         """The value of lever `name`, `default` when it is not set."""
@@ -86,14 +91,24 @@ class RunSpec:
         ranks, and each processes a batch, so samples per block count it."""
         return int(self.lever("processes", 1))
 
+    @property
+    def tokens_per_sequence(self) -> int:
+        """What one sample of the batch yields: 1, or the tokens a generation decodes."""
+        return self.new_tokens or 1
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON types, levers as an object: `from_dict` inverts it."""
-        return {**asdict(self), "levers": dict(self.levers)}
+        """Plain JSON types, levers as an object: `from_dict` inverts it. The generation
+        fields are left out when unset, so other modes' records read as they always did."""
+        out = {**asdict(self), "levers": dict(self.levers)}
+        return {k: v for k, v in out.items() if k not in _GENERATION_FIELDS or v is not None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunSpec:
         levers = data.get("levers", {})
         return cls(**{**data, "levers": tuple(sorted(levers.items()))})
+
+
+_GENERATION_FIELDS = ("prompt_length", "new_tokens")
 
 
 @dataclass(frozen=True)
@@ -130,8 +145,11 @@ class Result:
 
     @property
     def samples_per_block(self) -> int:
-        """Samples one block processes, over all data-parallel processes (each has a batch)."""
-        return self.spec.batch_size * self.spec.steps_per_block * self.spec.processes
+        """Samples one block processes, over all data-parallel processes (each has a batch);
+        for mode "generate", the tokens it generates (batch x new tokens), so samples/s is
+        tokens/s over whole generations, prefill included."""
+        spec = self.spec
+        return spec.batch_size * spec.steps_per_block * spec.processes * spec.tokens_per_sequence
 
     @property
     def samples_per_second(self) -> float | None:
@@ -269,7 +287,11 @@ def _check_integer(name: str, value: Any) -> None:
         raise ValueError(f"{name!r} is beyond the integers a database holds (64 bits)")
 
 
-_SPEC_TYPES: dict[str, type] = {"str": str, "int": int}
+_SPEC_TYPES: dict[str, type | tuple[type, ...]] = {
+    "str": str,
+    "int": int,
+    "int | None": (int, type(None)),
+}
 _REQUIRED = ("workload", "device", "batch_size", "steps_per_block")
 
 
@@ -287,7 +309,9 @@ def _check_spec(spec: Any) -> None:
         kind = _SPEC_TYPES.get(str(declared.get(name)), dict)
         if isinstance(value, bool) or not isinstance(value, kind):
             raise ValueError(f"spec {name!r} has the wrong type ({type(value).__name__})")
-    for name in ("batch_size", "steps_per_block"):
+    for name in ("batch_size", "steps_per_block", *_GENERATION_FIELDS):
+        if spec.get(name) is None:
+            continue
         if spec[name] < 1:
             raise ValueError(f"spec {name!r} must be 1 or more, not {spec[name]}")
         _check_integer(f"spec {name}", spec[name])

@@ -9,6 +9,7 @@ __all__ = [
     "COREML",
     "DEFAULT_WORKLOAD",
     "EXPORT_TARGETS",
+    "GENERATE",
     "MODES",
     "ONNXRUNTIME",
     "ORT_PROVIDERS",
@@ -17,7 +18,9 @@ __all__ = [
     "TORCH",
 ]
 
-MODES = ("train", "infer")
+# generate: a language model's greedy decoding, prefill and each decoded token timed apart
+GENERATE = "generate"
+MODES = ("train", "infer", GENERATE)
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")  # int8: ONNX Runtime's quantization
 STATUSES = ("ok", "oom", "error", "timeout", "unsupported")
 

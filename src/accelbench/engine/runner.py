@@ -15,6 +15,7 @@ from ..core.explanation import ProfileRequest
 from ..core.metrics import P99_MIN_SAMPLES, Latency, Overhead, Probe
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
+from ..core.vocab import GENERATE
 from ..devices import Device, MemoryReading, is_out_of_memory
 from ..devices.base import PeakSampler
 from ..devices.fingerprint import fingerprint
@@ -84,6 +85,8 @@ def run_config(
     batch 1 too, for the per-request latency (`_latency`).
     """
     base = Result(spec=spec, status="error", environment=fingerprint(device))
+    # The probe feeds the bottleneck verdict; a generation's phases carry their own "why".
+    probe = probe and spec.mode != GENERATE
     reason = unsupported(spec, device, workload)
     if reason:
         return replace(base, status="unsupported", error=reason)
@@ -192,6 +195,10 @@ def _time(
     recorded = {**prep.info, **state.to_metrics()}
     if watch:
         recorded[keys.CPU_FALLBACK_OPS] = list(dict.fromkeys(fallbacks))
+    if keys.GENERATION in recorded:  # every generation's phases, logged: keep the timed ones'
+        recorded[keys.GENERATION] = recorded[keys.GENERATION].summary(
+            measurement, spec.steps_per_block
+        )
     profile_s = None
     if profile is not None:  # after the samples, never inside them
         started = time.perf_counter()

@@ -11,9 +11,12 @@ from typing import Any
 
 from ..backends import expand_backends
 from ..core.result import DEFAULT_BACKEND, Result, RunSpec, Value
+from ..core.vocab import GENERATE
 from ..devices import Device
+from ..errors import UsageError
 from ..levers import Lever, all_levers
-from ..workloads import Workload, WorkloadRef
+from ..workloads import Workload, WorkloadRef, list_workloads
+from ..workloads.llm import LanguageModel
 from .measure import StopRule
 from .runner import make_spec
 
@@ -43,7 +46,9 @@ _ID_NAMES = {"precision": "precisions"}
 @dataclass(frozen=True)
 class Sweep:
     """The cross product of the options given. None in batch_sizes means the workload's own;
-    `levers` holds the values asked for of each lever (a lever not named runs its default)."""
+    `levers` holds the values asked for of each lever (a lever not named runs its default).
+    Prompt lengths and new tokens multiply mode "generate"'s configurations only (None: the
+    language model's defaults); the other modes' specs leave them unset."""
 
     workloads: tuple[WorkloadRef, ...]
     devices: tuple[str, ...]
@@ -54,6 +59,8 @@ class Sweep:
     blocks: int | None = None  # fixed count; else the workload's default or the adaptive rule
     max_time: float | None = None
     warmup: int = 1
+    prompt_lengths: tuple[int | None, ...] = (None,)
+    new_tokens: tuple[int | None, ...] = (None,)
 
     def values_of(self, lever: Lever) -> tuple[Value, ...]:
         return dict(self.levers).get(lever.name, (lever.default,))
@@ -65,6 +72,9 @@ class Sweep:
         del options["levers"]
         if tuple(options["backends"]) == (DEFAULT_BACKEND,):
             del options["backends"]
+        for name in ("prompt_lengths", "new_tokens"):  # added since; out of the id unless set
+            if tuple(options[name]) == (None,):
+                del options[name]
         for lever in all_levers():
             key, values = _ID_NAMES.get(lever.name, lever.name), self.values_of(lever)
             if key in _ALWAYS_IN_ID or values != (lever.default,):
@@ -72,32 +82,49 @@ class Sweep:
         text = json.dumps(options, sort_keys=True, default=str)
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
-    def stop_rule(self, workload: Workload, processes: int = 1) -> StopRule:
+    def stop_rule(self, workload: Workload, processes: int = 1, mode: str = "") -> StopRule:
+        """When to stop timing. A generation is synchronized at every token already, so the
+        adaptive rule times each one alone (no grouping of short blocks into one sample)."""
         blocks = self.blocks
         if blocks is None and (self.max_time is None or processes > 1):
             # Data-parallel ranks step together, so they must all time the same count.
             blocks = workload.default_blocks or (DATA_PARALLEL_BLOCKS if processes > 1 else None)
-        if self.max_time is None:
-            return StopRule(blocks=blocks, warmup=self.warmup)
-        return StopRule(blocks=blocks, max_time=self.max_time, warmup=self.warmup)
+        rule = StopRule(blocks=blocks, warmup=self.warmup)
+        if self.max_time is not None:
+            rule = replace(rule, max_time=self.max_time)
+        return replace(rule, min_sample_s=0.0) if mode == GENERATE else rule
 
     def configs(self, workloads: Sequence[Workload], devices: Sequence[Device]) -> list[Config]:
         """Every configuration, in a stable order: workload, device, mode, precision, batch
         size, then each other lever in registration order, then the backend."""
+        self._check_generation(workloads)
         out = []
         for ref, workload in zip(self.workloads, workloads, strict=True):
             for device in devices:
                 backends = expand_backends(self.backends, device)
                 for spec in self._specs(workload, device, backends):
-                    out.append(Config(spec, ref, self.stop_rule(workload, spec.processes)))
+                    stop = self.stop_rule(workload, spec.processes, spec.mode)
+                    out.append(Config(spec, ref, stop))
         return out
 
     def _specs(self, workload: Workload, device: Device, backends: list[str]) -> list[RunSpec]:
+        return [
+            spec
+            for mode in self.modes
+            for spec in self._mode_specs(mode, workload, device, backends)
+        ]
+
+    def _mode_specs(
+        self, mode: str, workload: Workload, device: Device, backends: list[str]
+    ) -> list[RunSpec]:
         first, *rest = all_levers()  # precision: batch sizes have always followed it
+        prompts, news = self._generation_axes(mode, workload)
         axes: list[tuple[Lever | str, Sequence[Any]]] = [
-            ("mode", self.modes),
+            ("mode", (mode,)),
             (first, self.values_of(first)),
             ("batch_size", self.batch_sizes),
+            ("prompt_length", prompts),
+            ("new_tokens", news),
             *((lever, self.values_of(lever)) for lever in rest),
             ("backend", backends),
         ]
@@ -111,6 +138,48 @@ class Sweep:
                     spec = replace(spec, **{axis: value})
             specs.append(spec)
         return specs
+
+    def _generation_axes(
+        self, mode: str, workload: Workload
+    ) -> tuple[tuple[int | None, ...], tuple[int | None, ...]]:
+        """The prompt lengths and new tokens of `mode`: the language model's defaults where
+        not given; (None,) each for the other modes."""
+        if mode != GENERATE or not isinstance(workload, LanguageModel):
+            return (None,), (None,)
+        prompts = tuple(p or workload.prompt_length for p in self.prompt_lengths)
+        return prompts, tuple(n or workload.new_tokens for n in self.new_tokens)
+
+    def _check_generation(self, workloads: Sequence[Workload]) -> None:
+        """Generate's options and workloads, each problem in one line before anything runs."""
+        if GENERATE not in self.modes:
+            if (self.prompt_lengths, self.new_tokens) != ((None,), (None,)):
+                raise UsageError("--prompt-lengths and --new-tokens apply to --modes generate only")
+            return
+        for number in (*self.prompt_lengths, *self.new_tokens):
+            if number is not None and number < 1:
+                raise UsageError(f"prompt lengths and new tokens must be 1 or more, not {number}")
+        for workload in workloads:
+            _check_language_model(workload, self._generation_axes(GENERATE, workload))
+
+
+def _check_language_model(
+    workload: Workload, axes: tuple[tuple[int | None, ...], tuple[int | None, ...]]
+) -> None:
+    if not isinstance(workload, LanguageModel):
+        models = ", ".join(w.name for w in list_workloads() if isinstance(w, LanguageModel))
+        raise UsageError(
+            f"--modes generate needs a causal language model, and {workload.name} is not one; "
+            f"valid: {models}, or a --model factory returning a transformers model whose "
+            "can_generate() is true"
+        )
+    longest = workload.max_positions
+    prompt, new = max(p or 0 for p in axes[0]), max(n or 0 for n in axes[1])
+    if longest is not None and prompt + new - 1 > longest:
+        raise UsageError(
+            f"a prompt of {prompt} tokens and {new} new tokens need {prompt + new - 1} "
+            f"positions, more than {workload.name}'s {longest}: shorten --prompt-lengths or "
+            "--new-tokens"
+        )
 
 
 def run_configs(

@@ -120,6 +120,9 @@ class Lever:
     # Groups the search tries only when `optimize --levers` names them: those that cost minutes
     # (max-autotune's kernel search) or change what is optimized (a larger batch).
     opt_in: tuple[str, ...] = ()
+    # Whether the lever is known to work on mode "generate" (a language model decoding token
+    # by token, its KV cache growing): a lever that has not said so is refused there.
+    generates = False
 
     def __init__(self) -> None:
         self.title = self.title or self.name

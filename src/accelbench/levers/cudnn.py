@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 @register
 class CudnnBenchmark(Switch):
     name = "cudnn_benchmark"
+    generates = True  # mode generate too
     title = "cudnn.benchmark"
     option = "--cudnn-benchmark"
     help = "time cuDNN's convolution algorithms and keep the fastest: off, on"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.result import PRECISIONS, RunSpec, Value
+from ..core.vocab import GENERATE
 from .base import Lever, Prepared, Variant, register
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ class Precision(Lever):
     stage = 20
     torch_only = False
     searched = True
+    generates = True
 
     def value(self, spec: RunSpec) -> Value:
         return spec.precision
@@ -67,6 +69,11 @@ class Precision(Lever):
         # PyTorch's defaults differ (cuDNN TF32 on, matmul TF32 off); make "fp32" mean fp32.
         set_tf32(value == "tf32")
         dtype = _AUTOCAST.get(str(value))
+        if dtype and prep.spec.mode == GENERATE:
+            # A decoder is served in its dtype: cast the weights (and so the KV cache) once.
+            # Autocast would re-cast fp32 weights at every decode step, reading them twice.
+            prep.model = prep.model.to(getattr(torch, dtype))
+            return
         prep.autocast_dtype = getattr(torch, dtype) if dtype else None
         if value == "fp16" and prep.spec.mode == "train":
             # fp16 gradients underflow without loss scaling; the scaler's inf check syncs.
@@ -82,6 +89,8 @@ class Precision(Lever):
             return []
         kind = device.autocast_type
         dtype = f"torch.{_AUTOCAST[spec.precision]}"
+        if spec.mode == GENERATE:
+            return [f"model = model.to({dtype})  # weights and KV cache in {spec.precision}"]
         lines = [f'with torch.autocast("{kind}", dtype={dtype}):  # around the forward pass']
         if spec.precision == "fp16" and spec.mode == "train":
             lines.append(f'scaler = torch.amp.GradScaler("{kind}")  # scale the loss, as usual')

@@ -30,6 +30,7 @@ def positive_count(word: str) -> int:
 @register
 class Threads(Lever):
     name = "threads"
+    generates = True  # mode generate too
     option = "--threads"
     help = "CPU threads for PyTorch (default: PyTorch's choice)"
     dimension = "threads"

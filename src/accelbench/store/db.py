@@ -28,7 +28,7 @@ from ..errors import StoreError
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Filters", "Store", "default_db_path"]
 
 APPLICATION_ID = 0x41636342  # "AccB"
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SPEC_COLUMNS = [f.name for f in fields(RunSpec)]  # "levers" holds a JSON object
 
@@ -116,6 +116,11 @@ ALTER TABLE results DROP COLUMN cuda_graphs;
 ALTER TABLE results DROP COLUMN threads;
 ALTER TABLE results DROP COLUMN processes;
 ALTER TABLE results DROP COLUMN pruning;
+""",
+    # 8: mode "generate": the prompt's length and the tokens decoded (NULL for other modes)
+    8: """
+ALTER TABLE results ADD COLUMN prompt_length INTEGER;
+ALTER TABLE results ADD COLUMN new_tokens INTEGER;
 """,
 }
 
@@ -296,7 +301,7 @@ _INSERT = (
 
 def _row(result: Result) -> dict[str, Any]:
     record = result.to_record()
-    spec = record.pop("spec")
+    spec = dict.fromkeys(_SPEC_COLUMNS) | record.pop("spec")  # a field left out is NULL
     row = {**record, **spec}
     for name in ("samples", "warmup", "environment", "metrics", "levers"):
         row[name] = json.dumps(row[name], sort_keys=True)

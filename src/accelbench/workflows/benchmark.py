@@ -66,6 +66,8 @@ class BenchmarkRequest:
     node_rank: int = 0
     rdzv_endpoint: str = ""  # HOST:PORT where the nodes meet, with nodes > 1
     profile: ProfileRequest | None = None  # profile each configuration after its samples
+    prompt_lengths: tuple[int | None, ...] = (None,)  # mode generate only; None: the model's
+    new_tokens: tuple[int | None, ...] = (None,)
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,8 @@ def plan(request: BenchmarkRequest) -> Plan:
         blocks=request.epochs,
         max_time=request.max_time,
         warmup=request.warmup,
+        prompt_lengths=request.prompt_lengths,
+        new_tokens=request.new_tokens,
     )
     configs = sweep.configs([workloads[r] for r in refs], devices)
     profile = _checked_profile(request.profile, configs)

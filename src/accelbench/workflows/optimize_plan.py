@@ -15,6 +15,7 @@ from ..analysis.metrics import Analyzer
 from ..backends import unsupported
 from ..core.metrics import OptimizeTag
 from ..core.result import Result, RunSpec
+from ..core.vocab import GENERATE
 from ..devices import Device, pick_device, resolve_devices
 from ..devices.fingerprint import fingerprint
 from ..engine.measure import StopRule
@@ -76,6 +77,11 @@ class Ladder:
 
 
 def plan_ladder(request: OptimizeRequest) -> Ladder:
+    if request.mode == GENERATE:
+        raise UsageError(
+            "optimize does not search mode generate yet; measure its configurations with "
+            "`accelbench run --modes generate --precisions fp32,bf16`"
+        )
     workload = load_workload(request.workload)
     device = _one_device(request.device)
     # One step per block: the adaptive rule then groups steps into samples of a quarter second

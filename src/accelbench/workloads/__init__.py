@@ -32,7 +32,7 @@ def register(cls: type[Workload]) -> type[Workload]:
 
 
 def _load_builtins() -> None:
-    from . import seed, zoo  # noqa: F401  (they register on import)
+    from . import llm, seed, zoo  # noqa: F401  (they register on import)
 
 
 def list_workloads(pattern: str = "*") -> list[Workload]:

@@ -1,8 +1,10 @@
 """Your own model: `--model path/to/file.py:factory` or `--model package.module:factory`.
 
-The factory returns either a Workload (used as it is) or an nn.Module, which accelbench wraps
-from `ModelOptions`: the input shape per sample (floats, or integer tokens when a vocabulary
-size is given), and a classification head size or a regression loss.
+The factory returns either a Workload (used as it is), a transformers causal language model
+(a PreTrainedModel whose can_generate() is true: it runs every mode, "generate" included, with
+no other option), or an nn.Module, which accelbench wraps from `ModelOptions`: the input shape
+per sample (floats, or integer tokens when a vocabulary size is given), and a classification
+head size or a regression loss.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from torch import nn
 
 from ..errors import WorkloadError
 from .base import Batch, Workload
+from .llm import LanguageModel, is_causal_lm
 
 __all__ = ["ModelOptions", "load_custom", "parse_shape"]
 
@@ -60,6 +63,8 @@ def load_custom(ref: str, options: ModelOptions) -> Workload:
     if isinstance(made, Workload):
         made.name = made.name or ref
         return made
+    if is_causal_lm(made):
+        return CausalLMWorkload(ref, factory, made.config, options)
     if isinstance(made, nn.Module):
         # Its forward is not called here: `check` does that in the worker, under the timeout.
         return ModuleWorkload(ref, factory, options)
@@ -177,3 +182,23 @@ class ModuleWorkload(Workload):
                 f"{self.name} gives outputs of shape {tuple(out.shape)} for {shape} inputs; "
                 f"--num-classes {self.num_classes} needs (2, {self.num_classes})"
             )
+
+
+class CausalLMWorkload(LanguageModel):
+    """Your transformers causal LM from a factory, fed random token ids from its vocabulary."""
+
+    def __init__(
+        self, ref: str, factory: Callable[[], nn.Module], config: Any, options: ModelOptions
+    ) -> None:
+        self.name = ref
+        self.description = f"your causal language model from {ref}"
+        self._factory = factory
+        self._config = config
+        if options.input_shape is not None:  # the sequence train and infer run
+            self.input_shape = options.input_shape[-1:]
+
+    def config(self) -> Any:
+        return self._config
+
+    def build_model(self) -> nn.Module:
+        return self._factory()

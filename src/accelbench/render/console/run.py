@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ...core.result import Result
+from ...core.vocab import GENERATE
 from ...devices.kinds import BASELINE_DEVICE, is_baseline
 from ...levers import label
 from ..rows import latency_percentiles
@@ -41,7 +42,11 @@ def run_tables(results: Sequence[Result], width: int = 120) -> str:
 
 
 def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
-    table = new_table(f"accelbench: {workload}", _RUN_HEADERS, left_columns=3)
+    headers: tuple[str, ...] = _RUN_HEADERS
+    tokens_only = all(r.spec.mode == GENERATE for r in results)  # a generation's samples
+    if tokens_only:
+        headers = tuple("tokens/s" if h == "samples/s" else h for h in headers)
+    table = new_table(f"accelbench: {workload}", headers, left_columns=3)
     baseline = {  # "vs CPU": the same configuration on the baseline device
         r.spec: r.measurement.rate.median
         for r in results
@@ -56,7 +61,8 @@ def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
             notes.setdefault(f"{r.status}: {r.error}", []).append(who)
             continue
         on_baseline = baseline.get(replace(r.spec, device=BASELINE_DEVICE))
-        table.add_row(*head, *_figures(r, on_baseline))
+        unit = " tokens/s" if r.spec.mode == GENERATE and not tokens_only else ""
+        table.add_row(*head, *_figures(r, on_baseline, unit))
         for note in [*r.measurement.warnings, *derived_notes(r), *_latency_notes(r)]:
             notes.setdefault(note, []).append(who)
         for note in _device_notes(r):
@@ -99,15 +105,16 @@ def _latency_notes(r: Result) -> list[str]:
     ]
 
 
-def _figures(r: Result, cpu_rate: float | None) -> list[str]:
-    """The measured columns of one row of the run table."""
+def _figures(r: Result, cpu_rate: float | None, unit: str = "") -> list[str]:
+    """The measured columns of one row of the run table; `unit` follows the samples/s cell
+    where the column mixes samples and tokens."""
     m, flops = r.measurement, r.facts.flops
     assert m is not None
     return [
         number(m.rate.median),
         number(m.rate.iqr),
         interval(m.rate),
-        number(m.rate.median * r.samples_per_block),
+        number(m.rate.median * r.samples_per_block) + unit,
         format_seconds(m.time.median / r.spec.steps_per_block),
         number(flops.achieved / 1e12) if flops.achieved is not None else "—",
         f"{flops.mfu:.1%}" if flops.mfu is not None else "—",
@@ -120,11 +127,19 @@ def _figures(r: Result, cpu_rate: float | None) -> list[str]:
 def _legend(results: Sequence[Result]) -> str:
     if not any(r.measurement for r in results):
         return ""
+    generate = ""
+    if any(r.spec.mode == GENERATE for r in results):
+        generate = (
+            " For generate, one it is one whole generation (prefill and every new token, "
+            "greedy, no early stop), it/s is generations/s, tokens/s = batch x new tokens per "
+            "generation, and step time is the end-to-end latency; TFLOP/s and MFU are the "
+            "prefill's, in the notes."
+        )
     return (
         "it = the workload's steps per it on one fixed batch; it/s is the median over timed its "
         "(warm-up excluded), the device synchronized at each it's boundaries; IQR and a "
         "distribution-free 95% CI of the median; step time = median it time / steps per it; "
         "TFLOP/s from FLOPs counted by torch.utils.flop_counter; MFU against the device's "
         "peak for the precision; first it = the first warm-up it (compilation, autotuning); "
-        "vs CPU = ratio of medians against the same configuration on the CPU."
+        "vs CPU = ratio of medians against the same configuration on the CPU." + generate
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...core.metrics import (
     CoreMLFacts,
     Drift,
+    Generation,
     MachineState,
     MaxBatchSearch,
     OnnxRuntimeFacts,
@@ -12,12 +13,13 @@ from ...core.metrics import (
     Power,
 )
 from ...core.result import Result
-from ..text import format_bytes, number
+from ..text import format_bytes, format_seconds, number
 
 __all__ = [
     "coreml_note",
     "derived_notes",
     "drift_note",
+    "generation_notes",
     "machine_state_notes",
     "onnxruntime_note",
 ]
@@ -36,6 +38,8 @@ def derived_notes(r: Result) -> list[str]:
     notes = [bottleneck.explanation] if bottleneck else []
     if state := metrics.machine_state:
         notes += machine_state_notes(state)
+    if generation := metrics.generation:
+        notes += generation_notes(generation)
     if power := metrics.power:
         notes += _power_notes(power)
     if flops.peak is not None:
@@ -116,6 +120,51 @@ def coreml_note(coreml: CoreMLFacts, load_s: float | None) -> str:
         text += f"; the compute plan puts its {coreml.operators} operators on: {ran}"
     elif coreml.plan_unavailable:
         text += f"; no compute plan: {coreml.plan_unavailable}"
+    return text
+
+
+def generation_notes(g: Generation) -> list[str]:
+    """A generation's phases, and why they are that fast: the bytes a decode step reads
+    against the device's bandwidth, the prefill's FLOPs against its peak."""
+    said = (
+        f"time to first token {format_seconds(g.prefill_median_s)} (median prefill of "
+        f"{g.prompt_length} tokens over {len(g.prefill_s)} generations of exactly "
+        f"{g.generated_tokens} tokens)"
+    )
+    notes = [said]
+    decode = g.decode_median_s
+    if decode is not None and g.token_p50_s is not None and g.token_p90_s is not None:
+        notes.append(
+            f"decode {format_seconds(g.token_p50_s)} per token (p90 "
+            f"{format_seconds(g.token_p90_s)}), {number(g.decode_tokens_per_s or 0)} tokens/s "
+            f"= batch {g.batch_size} x {g.decode_steps} steps / median decode "
+            f"{format_seconds(decode)}"
+        )
+    if g.bytes_per_token is not None and g.achieved_bandwidth is not None:
+        notes.append(_bandwidth_note(g, g.bytes_per_token, g.achieved_bandwidth))
+    if g.prefill_flops is not None and g.prefill_achieved_flops is not None:
+        text = (
+            f"prefill {number(g.prefill_flops / 1e9)} GFLOP at "
+            f"{number(g.prefill_achieved_flops / 1e12)} TFLOP/s"
+        )
+        if g.prefill_mfu is not None and g.peak_flops is not None:
+            text += f", MFU {g.prefill_mfu:.1%} of {number(g.peak_flops / 1e12)} TFLOP/s"
+        notes.append(text)
+    return notes
+
+
+def _bandwidth_note(g: Generation, per_token: float, achieved: float) -> str:
+    cache = format_bytes(round(g.kv_bytes_per_token or 0))
+    text = (
+        f"each decode step reads {format_bytes(round(per_token))} (weights "
+        f"{format_bytes(g.weight_bytes)} + KV cache {cache} on average): "
+        f"{number(achieved / 1e9)} GB/s at the median step"
+    )
+    if g.bandwidth_share is not None and g.peak_bandwidth is not None:
+        text += (
+            f", {g.bandwidth_share:.1%} of {number(g.peak_bandwidth / 1e9)} GB/s "
+            f"({g.bandwidth_source})"
+        )
     return text
 
 
