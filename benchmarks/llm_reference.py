@@ -59,7 +59,7 @@ def generate(model, prompt, new):
         token = out.logits[:, -1].argmax(dim=-1, keepdim=True)
         events[i + 2].record()
     torch.cuda.synchronize()
-    times = [a.elapsed_time(b) / 1e3 for a, b in zip(events, events[1:])]
+    times = [a.elapsed_time(b) / 1e3 for a, b in zip(events[:-1], events[1:], strict=True)]
     return times[0], times[1:]
 
 
