@@ -103,3 +103,27 @@ def test_the_analyzer_takes_faster_precisions_from_the_peaks():
     assert _faster_than_fp32(cpu) == ()
     assert _faster_than_fp32(h200) == ("tf32", "bf16")
     assert _faster_than_fp32(None) == ()
+
+
+def test_channels_last_is_advised_only_for_a_model_that_takes_it():
+    import torch
+    from torch import nn
+
+    from accelbench.analysis.metrics import channels_last_applies
+    from accelbench.workloads import get_workload
+
+    class Conv:
+        name, images = "conv", True
+
+        def build_model(self):
+            return nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten(), nn.LazyLinear(2))
+
+        def make_batch(self, generator, batch_size):
+            return torch.randn(batch_size, 3, 8, 8, generator=generator), torch.zeros(batch_size)
+
+        def forward(self, model, inputs):
+            return model(inputs)
+
+    assert not channels_last_applies(get_workload("seed-cnn"))  # its forward calls x.view
+    assert not channels_last_applies(get_workload("mlp"))  # no images
+    assert channels_last_applies(Conv())  # flatten copies where view cannot

@@ -41,6 +41,26 @@ def count_flops_per_sample(workload: Workload, mode: str) -> float | None:
     return None
 
 
+def channels_last_applies(workload: Workload) -> bool:
+    """Whether the model's forward takes channels_last inputs: one sample through it on the CPU
+    (the meta device does not carry the strides a convolution's output has, so `x.view(...)`
+    would pass there and fail on a device); a model that does not build is given the benefit
+    of the doubt."""
+    if not workload.images:
+        return False
+    try:
+        model = workload.build_model().eval().to(memory_format=torch.channels_last)
+        inputs, _ = workload.make_batch(torch.Generator().manual_seed(0), 1)
+    except Exception:  # cannot tell here
+        return True
+    try:
+        with torch.no_grad():
+            workload.forward(model, inputs.contiguous(memory_format=torch.channels_last))
+    except Exception:
+        return False
+    return True
+
+
 def _count_on(workload: Workload, mode: str, device: torch.device, count: Any) -> float:
     with device:
         model = workload.build_model()
@@ -56,6 +76,12 @@ class Analyzer:
     def __init__(self, calibrated: dict[str, PeakFigures] | None = None) -> None:
         self._calibrated = calibrated or {}  # device model -> figures measured here
         self._flops: dict[tuple[str, str], float | None] = {}
+        self._layouts: dict[str, bool] = {}  # workload -> whether channels_last applies
+
+    def _channels_last(self, workload: Workload) -> bool:
+        if workload.name not in self._layouts:
+            self._layouts[workload.name] = channels_last_applies(workload)
+        return self._layouts[workload.name]
 
     def peaks(self, device: Device) -> PeakFigures | None:
         return self._calibrated.get(device.model) or known_peaks(device.model)
@@ -74,7 +100,9 @@ class Analyzer:
         per_sample = self._flops[key]
         if pruning is not None and pruning.flops_per_sample is not None:
             per_sample = pruning.flops_per_sample
-        figures = self._figures(result, per_sample, self.peaks(device), device, workload.images)
+        figures = self._figures(
+            result, per_sample, self.peaks(device), device, self._channels_last(workload)
+        )
         return replace(result, metrics={**result.metrics, **figures})
 
     def _generation(self, result: Result, workload: Workload, device: Device) -> Result:
@@ -97,7 +125,7 @@ class Analyzer:
         per_sample: float | None,
         peaks: PeakFigures | None,
         device: Device,
-        images: bool,
+        channels_last: bool,
     ) -> dict[str, Any]:
         spec, m = result.spec, result.measurement
         assert m is not None
@@ -131,7 +159,7 @@ class Analyzer:
             probe_ci=probe.ci if probe else None,
             graphs=device.can_capture_graphs,
             faster_precisions=_faster_than_fp32(peaks),
-            channels_last=images,
+            channels_last=channels_last,
             **_profile_evidence(result),
         )
         out[keys.VERDICT] = judge(timing).to_dict()
