@@ -323,3 +323,28 @@ def test_export_out_naming_a_file_says_so(tmp_path):
     existing.write_text("")
     with pytest.raises(UsageError, match="a-file: is a file, not a directory"):
         export_model(get_workload("mlp"), ["onnx"], existing, {})
+
+
+@pytest.mark.parametrize("command", ["export", "verify"])
+def test_export_and_verify_refuse_a_bad_shape_in_one_line(tmp_path, command):
+    # both run the model in the command's own process, so they check it first
+    path = tmp_path / "tiny.py"
+    path.write_text("from torch import nn\n\ndef make():\n    return nn.Linear(4, 3)\n")
+    model = ("--model", f"{path}:make", "--input-shape", "5", "--num-classes", "3")
+    extra = (
+        ("--to", "onnx", "--out", str(tmp_path / "out"))
+        if command == "export"
+        else ("--devices", "cpu", "--db", str(tmp_path / "v.db"))
+    )
+    out = run_cli(command, *model, *extra)
+    assert out.returncode == 2, out.stderr
+    assert "rejects inputs of shape 2x5" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_the_library_runs_a_workload_named_twice_once():
+    from accelbench.workflows.benchmark import BenchmarkRequest, plan
+    from accelbench.workloads import WorkloadRef
+
+    request = BenchmarkRequest(workloads=(WorkloadRef("mlp"), WorkloadRef("mlp")), devices="cpu")
+    assert len(plan(request).configs) == 1

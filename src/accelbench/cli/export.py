@@ -67,6 +67,7 @@ def handle(args: argparse.Namespace) -> int:
     from ..workloads import load_workload
 
     workload = load_workload(workload_ref(args))
+    workload.check()  # a model that rejects its inputs: one line, before anything is exported
     # torch.export specializes a dimension of size 1: a dynamic batch is traced with 2.
     batch = max(args.batch, 2) if args.dynamic_batch else args.batch
     exporters: dict[str, Any] = {

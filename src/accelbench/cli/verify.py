@@ -114,6 +114,7 @@ def handle(args: argparse.Namespace) -> int:
 
     settings = from_args(Settings, args)
     workload = load_workload(workload_ref(args))
+    workload.check()  # a model that rejects its inputs: one line, before anything is trained
     data = digits_for(workload, settings)  # every input checked before the database is opened
     devices = _devices(args.devices)
     total = len(runs_to_verify(devices, args.precisions)) * args.epochs

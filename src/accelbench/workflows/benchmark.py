@@ -90,7 +90,8 @@ def plan(request: BenchmarkRequest) -> Plan:
     if request.max_batch and request.batch_sizes != (None,):
         raise UsageError("--max-batch searches the batch size itself; drop --batch-sizes")
     launch = _launch(request)
-    refs = list(request.workloads) or [WorkloadRef(DEFAULT_WORKLOAD)]
+    # a name given twice is one configuration, for the library as for the CLI
+    refs = list(dict.fromkeys(request.workloads)) or [WorkloadRef(DEFAULT_WORKLOAD)]
     workloads = {ref: load_workload(ref) for ref in refs}
     devices = resolve_devices(request.devices)
     sweep = Sweep(
