@@ -5,7 +5,9 @@ W=/tmp/wk; mkdir -p $W; export DB=$W/h200.db
 save() { tar czf $OUT/out_k.tgz -C /tmp wk; }
 timed() { local name=$1; shift; local t0=$(date +%s); "$@" > $W/$name.txt 2>$W/$name.err
   echo "$name: $(( $(date +%s) - t0 )) s" | tee -a $W/walls.txt; save; }
-timed ref timeout 60 python3 benchmarks/llm_reference.py --batch 1 --prompt 512 --new 128 --runs 5
+for b in 1 16 64; do
+  timed ref$b timeout 90 python3 benchmarks/llm_reference.py --batch $b --prompt 512 --new 128 --runs 5
+done
 timed llama timeout 150 python3 -m accelbench run llama-1b --modes generate --devices cuda \
   --precisions bf16 --batch-sizes 1,16,64 --prompt-lengths 512 --new-tokens 128 --epochs 5 --db $DB --quiet
 python3 -m accelbench results --db $DB --json > $W/results.json; save

@@ -1,10 +1,19 @@
 """A hand-written reference for `accelbench run llama-1b --modes generate` (issue 13): the
 model's forward with its KV cache, greedy, timed with CUDA events, no accelbench code.
 
-    python3 benchmarks/llm_reference.py --batch 1 --prompt 512 --new 128 --runs 5
+    python3 benchmarks/llm_reference.py --batches 1,16,64 --prompt 512 --new 128 --runs 10
+    python3 benchmarks/llm_reference.py --batches 1 --static-compile   # StaticCache + compile
+
+As transformers' generate() does, the prefill computes the head at the last position only
+(logits_to_keep=1), and with --static-compile the decode steps run
+torch.compile(model.forward, mode="reduce-overhead") on a StaticCache while the prefill runs
+eagerly. Prints one JSON line per batch size: the prefill's median, and the decode step's
+median and p90 over every timed step.
 """
 
 import argparse
+import inspect
+import json
 import statistics
 
 import torch
@@ -13,10 +22,11 @@ import transformers
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--batches", default="1")
     parser.add_argument("--prompt", type=int, default=512)
     parser.add_argument("--new", type=int, default=128)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--static-compile", action="store_true")
     args = parser.parse_args()
     config = transformers.LlamaConfig(  # Llama-3.2-1B's sizes, random weights
         hidden_size=2048,
@@ -27,40 +37,77 @@ def main() -> None:
         vocab_size=128256,
         tie_word_embeddings=True,
         max_position_embeddings=131072,
+        rope_theta=500000.0,
     )
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(config).to("cuda", torch.bfloat16).eval()
-    prompt = torch.randint(0, config.vocab_size, (args.batch, args.prompt), device="cuda")
+    for batch in (int(b) for b in args.batches.split(",")):
+        prompt = torch.randint(0, config.vocab_size, (batch, args.prompt), device="cuda")
+        print(json.dumps(measure(model, prompt, args)), flush=True)
+
+
+def measure(model, prompt, args) -> dict:
+    names = inspect.signature(type(model).forward).parameters
+    cache_name = "cache" if "cache" in names else "past_key_values"  # transformers 5.2x's name
+    cache, decode = None, model
+    if args.static_compile:
+        cache = static_cache(model, prompt.shape[0], args.prompt + args.new)
+        decode = torch.compile(model.forward, mode="reduce-overhead", dynamic=False)
     prefills, steps = [], []
     with torch.inference_mode():
         for run in range(args.runs + 2):  # two warm-up generations
-            p, s = generate(model, prompt, args.new)
+            p, s = generate(model, decode, prompt, args.new, cache, cache_name, names)
             if run >= 2:
                 prefills.append(p)
                 steps.extend(s)
-    decode = statistics.median(steps)
-    print(
-        f"reference llama-1b bf16 b{args.batch} p{args.prompt} n{args.new}: prefill median "
-        f"{statistics.median(prefills) * 1e3:.3f} ms, decode step median {decode * 1e3:.3f} ms, "
-        f"{args.batch / decode:,.0f} tokens/s"
-    )
+    return {
+        "batch": prompt.shape[0],
+        "prompt": args.prompt,
+        "new": args.new,
+        "static_compile": args.static_compile,
+        "transformers": transformers.__version__,
+        "torch": torch.__version__,
+        "prefill_median_ms": statistics.median(prefills) * 1e3,
+        "decode_step_median_ms": statistics.median(steps) * 1e3,
+        "decode_step_p90_ms": statistics.quantiles(steps, n=10)[-1] * 1e3,
+        "decode_tokens_per_s": prompt.shape[0] / statistics.median(steps),
+        "prefill_ms": [p * 1e3 for p in prefills],
+    }
 
 
-def generate(model, prompt, new):
+def static_cache(model, batch, length):
+    wanted = inspect.signature(transformers.StaticCache.__init__).parameters
+    given = {"config": model.config, "max_cache_len": length, "max_batch_size": batch}
+    given.update(device=model.device, dtype=model.dtype)
+    return transformers.StaticCache(**{k: v for k, v in given.items() if k in wanted})
+
+
+def generate(model, decode, prompt, new, cache, cache_name, names):
     events = [torch.cuda.Event(enable_timing=True) for _ in range(new + 1)]
+    if cache is not None:
+        cache.reset()
+    position = torch.arange(prompt.shape[1], device="cuda")
+    torch.cuda.synchronize()
+    kwargs = {"use_cache": True, "logits_to_keep": 1, cache_name: cache}
     events[0].record()
-    out = model(input_ids=prompt, use_cache=True)
+    out = model(input_ids=prompt, **kwargs, **positions(names, position))
     token = out.logits[:, -1].argmax(dim=-1, keepdim=True)
     events[1].record()
-    cache = out.past_key_values
+    cache = out.get("cache") if out.get("cache") is not None else out.get("past_key_values")
     for i in range(new - 1):
-        out = model(input_ids=token, past_key_values=cache, use_cache=True)
-        cache = out.past_key_values
+        position = position[-1:] + 1
+        kwargs[cache_name] = cache
+        out = decode(input_ids=token, **kwargs, **positions(names, position))
         token = out.logits[:, -1].argmax(dim=-1, keepdim=True)
         events[i + 2].record()
     torch.cuda.synchronize()
     times = [a.elapsed_time(b) / 1e3 for a, b in zip(events[:-1], events[1:], strict=True)]
     return times[0], times[1:]
+
+
+def positions(names, position):
+    """cache_position, where this transformers version's forward still takes it."""
+    return {"cache_position": position} if "cache_position" in names else {}
 
 
 if __name__ == "__main__":

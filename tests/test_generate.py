@@ -63,8 +63,9 @@ def test_an_injected_clock_shows_prefill_and_each_step_apart(tiny_model):
         phases = generate_once(tiny_model, _prompt(), 4, lambda: events.append("sync"), clock)
     assert phases.prefill_s == 3.0  # measured, not a total minus the decode
     assert phases.token_s == (1.0, 2.0, 4.0)
-    # every reading but the first follows a synchronization: the time is work done
-    assert events == ["clock"] + ["sync", "clock"] * 4
+    # every reading follows a synchronization: the first starts on an idle device, the others
+    # time work done
+    assert events == ["sync", "clock"] * 5
 
 
 def test_kv_cache_bytes_by_hand_and_against_the_real_cache(tiny_model):
@@ -90,7 +91,11 @@ def test_mean_decode_length_is_the_mean_over_the_steps():
 def _log(generations: int, batch: int = 2) -> GenerationLog:
     log = GenerationLog(16, 4, batch, 1000, KVLayout(2, 2, 8), 4)
     for i in range(generations):
-        log.add(Phases(0.1 * (i + 1), (0.01 * (i + 1),) * 3, torch.zeros(batch, 4)))
+        log.add(
+            Phases(
+                0.1 * (i + 1), (0.01 * (i + 1),) * 3, torch.zeros(batch, 4), torch.zeros(batch, 9)
+            )
+        )
     return log
 
 
@@ -236,7 +241,7 @@ def test_a_generate_run_stores_its_phases_and_survives_export(tmp_path):
     assert imported.facts.generation == g and imported.measurement == result.measurement
 
 
-def test_levers_not_measured_with_generate_are_refused_and_optimize_too():
+def test_levers_refuse_generate_with_their_reason_and_optimize_plans_it():
     from accelbench.backends import unsupported
     from accelbench.devices import resolve_devices
     from accelbench.levers import spec_with
@@ -245,6 +250,11 @@ def test_levers_not_measured_with_generate_are_refused_and_optimize_too():
     cpu, tiny = resolve_devices("cpu")[0], get_workload(TINY)
     assert unsupported(spec_with(_generate_spec(), threads=1), cpu, tiny) is None
     reason = unsupported(spec_with(_generate_spec(), compile="default"), cpu, tiny)
-    assert reason == "compile: not measured with mode generate yet"
-    with pytest.raises(UsageError, match="optimize does not search mode generate"):
-        plan_ladder(OptimizeRequest(WorkloadRef(TINY), device="cpu", mode="generate"))
+    assert reason is not None and reason.endswith("add --kv-cache static")
+    static = spec_with(_generate_spec(), kv_cache="static", compile="default")
+    assert unsupported(static, cpu, tiny) is None
+    ladder = plan_ladder(OptimizeRequest(WorkloadRef(TINY), device="cpu", mode="generate"))
+    assert (ladder.base.prompt_length, ladder.base.new_tokens) == (16, 8)  # the model's own
+    assert ladder.stop.min_sample_s == 0.0  # one generation, one sample
+    assert ladder.not_tried["cuda_graphs"] == "cpu cannot capture graphs"
+    assert ladder.not_tried["pruning"]

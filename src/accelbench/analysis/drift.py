@@ -8,6 +8,8 @@ the plain model computes, whatever device and backend the variant ran on.
 from __future__ import annotations
 
 import os
+import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,20 @@ import torch
 
 from ..workloads import Workload
 
-__all__ = ["REFERENCE", "compare_outputs", "reference_outputs"]
+__all__ = [
+    "GENERATION_REFERENCE",
+    "REFERENCE",
+    "cached",
+    "compare_generations",
+    "compare_outputs",
+    "reference_outputs",
+]
 
 REFERENCE = "PyTorch fp32 eager on the CPU, same weights and inputs"
+GENERATION_REFERENCE = (
+    "PyTorch fp32 eager on the CPU, same weights and prompt: its greedy tokens, position by "
+    "position, and its logits for the first token"
+)
 
 
 # A folder where the reference outputs of one workload are kept between the workers of one
@@ -29,17 +42,25 @@ CACHE_DIR = "ACCELBENCH_REFERENCE_DIR"
 def reference_outputs(workload: Workload, batch_size: int, seed: int = 0) -> torch.Tensor:
     """The fp32 model's outputs on the batch that `build` makes from `seed` (from the search's
     cache folder when one is set and holds them)."""
+    found: torch.Tensor = cached(
+        f"b{batch_size}-s{seed}", lambda: _reference(workload, batch_size, seed)
+    )
+    return found
+
+
+def cached(key: str, make: Callable[[], Any]) -> Any:
+    """`make()`, or what it made for `key` in this search's cache folder, if one is set."""
     folder = os.environ.get(CACHE_DIR)
     if not folder:
-        return _reference(workload, batch_size, seed)
-    path = Path(folder) / f"b{batch_size}-s{seed}.pt"
+        return make()
+    path = Path(folder) / f"{key}.pt"
     if path.exists():
         return torch.load(path)
-    outputs = _reference(workload, batch_size, seed)
+    made = make()
     partial = path.with_suffix(f".{os.getpid()}.tmp")
-    torch.save(outputs, partial)
+    torch.save(made, partial)
     partial.replace(path)  # whole or absent, never half-written
-    return outputs
+    return made
 
 
 def _reference(workload: Workload, batch_size: int, seed: int) -> torch.Tensor:
@@ -70,4 +91,25 @@ def compare_outputs(
         out["top1_agreement"] = float(agree.float().mean())
     else:
         out["top1_unavailable"] = "not a classifier: the workload names no classes"
+    return out
+
+
+def compare_generations(
+    reference: dict[str, torch.Tensor], tokens: torch.Tensor, first_logits: torch.Tensor
+) -> dict[str, Any]:
+    """A generation against the fp32 one: the share of generated token ids equal to fp32's at
+    the same position (as `top1_agreement`: each is the top-1 of the vocabulary), the median
+    count of a sequence's leading tokens that agree (once one differs, the rest follow another
+    text), and the first token's logits as `compare_outputs` compares outputs."""
+    out = compare_outputs(reference["logits"], first_logits, classifier=True)
+    same = tokens.cpu() == reference["tokens"]
+    leading = [int(row.int().cumprod(0).sum()) for row in same]
+    out.update(
+        reference=GENERATION_REFERENCE,
+        token_ids=True,
+        first_token_agreement=out.pop("top1_agreement"),
+        top1_agreement=float(same.float().mean()),
+        samples=int(same.numel()),
+        agreeing_prefix=float(statistics.median(leading)),
+    )
     return out

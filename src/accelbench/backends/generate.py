@@ -19,12 +19,13 @@ import torch
 from torch import nn
 
 from ..analysis.bandwidth import kv_cache_bytes, mean_decode_length
+from ..analysis.drift import cached, compare_generations
 from ..core import metrics as keys
 from ..core.stats import Measurement
 from ..levers import Prepared
 from ..workloads.llm import KVLayout, LanguageModel, forward_with_cache
 
-__all__ = ["GenerationLog", "Phases", "generate_once", "generation_step"]
+__all__ = ["GenerationLog", "Phases", "generate_once", "generation_drift", "generation_step"]
 
 Clock = Callable[[], float]
 
@@ -36,6 +37,7 @@ class Phases:
     prefill_s: float
     token_s: tuple[float, ...]  # new_tokens - 1 decode steps
     tokens: torch.Tensor  # (batch, new_tokens) token ids
+    first_logits: torch.Tensor  # (batch, vocabulary): the prefill's, for drift
 
 
 def generate_once(
@@ -44,25 +46,37 @@ def generate_once(
     new_tokens: int,
     synchronize: Callable[[], None],
     clock: Clock = time.perf_counter,
+    cache: Any = None,
+    decode: Callable[..., Any] | None = None,
 ) -> Phases:
     """Greedy decoding of exactly `new_tokens` tokens after `prompt` (no end token stops it):
     the prefill makes the first, each decode step one more from the last logits' argmax. The
-    device is synchronized after the prefill and after every step, so each time is its own."""
+    device is synchronized after the prefill and after every step, so each time is its own.
+
+    A `cache` given (a static one) is reset first, outside the timed phases; else the prefill
+    makes a new one. `decode` is the forward of the decode steps where it is not the model's
+    (a compiled one); the prefill runs the model's own, as `generate()` does."""
+    position = torch.arange(prompt.shape[1], device=prompt.device)
+    if cache is not None:
+        cache.reset()
+    synchronize()  # nothing of this before the prefill's clock starts
     start = clock()
-    logits, cache = forward_with_cache(model, prompt, None)
+    logits, cache = forward_with_cache(model, prompt, cache, position)
+    first_logits = logits
     token = logits.argmax(dim=-1, keepdim=True)
     synchronize()
     before = clock()
     prefill_s, made, steps = before - start, [token], []
     for _ in range(new_tokens - 1):
-        logits, cache = forward_with_cache(model, token, cache)
+        position = position[-1:] + 1  # on the device: no copy from the host each step
+        logits, cache = forward_with_cache(model, token, cache, position, decode)
         token = logits.argmax(dim=-1, keepdim=True)
         made.append(token)
         synchronize()
         now = clock()
         steps.append(now - before)
         before = now
-    return Phases(prefill_s, tuple(steps), torch.cat(made, dim=1))
+    return Phases(prefill_s, tuple(steps), torch.cat(made, dim=1), first_logits)
 
 
 @dataclass
@@ -76,6 +90,9 @@ class GenerationLog:
     weight_bytes: int
     layout: KVLayout
     cache_dtype_bytes: int
+    # A static cache's allocated positions: its attention reads all of them at every step
+    # (masked), not the current length. None: a dynamic cache.
+    static_length: int | None = None
     prefill_s: list[float] = field(default_factory=list)
     token_s: list[tuple[float, ...]] = field(default_factory=list)
     generated_tokens: int = 0
@@ -98,12 +115,16 @@ class GenerationLog:
             "generated_tokens": self.generated_tokens,
             "prefill_s": prefill,
             "decode_s": decode,
+            "token_s": [list(steps) for steps in tokens],  # the raw samples of each step
             "weight_bytes": self.weight_bytes,
             "kv_cache_bytes": int(self._kv(self.prompt_length + self.new_tokens - 1)),
         }
         if every:
             p50 = statistics.median(every)
-            kv = self._kv(mean_decode_length(self.prompt_length, self.new_tokens))
+            positions = self.static_length or mean_decode_length(
+                self.prompt_length, self.new_tokens
+            )
+            kv = self._kv(positions)
             out.update(
                 token_p50_s=p50,
                 token_p90_s=_p90(every),
@@ -111,6 +132,8 @@ class GenerationLog:
                 * (self.new_tokens - 1)
                 / statistics.median(decode),
                 kv_bytes_per_token=kv,
+                kv_read_positions=positions,
+                static_cache=self.static_length is not None,
                 achieved_bandwidth=(self.weight_bytes + kv) / p50,
             )
         return out
@@ -138,15 +161,59 @@ def generation_step(prep: Prepared, clock: Clock = time.perf_counter) -> Callabl
         layout=workload.kv_layout(),
         # the cache holds what the layers compute: autocast's dtype, else the weights'
         cache_dtype_bytes=_element_size(prep.autocast_dtype or weights[0].dtype),
+        static_length=_static_length(prep.kv_cache),
     )
     prep.info[keys.GENERATION] = log
     prompt, new_tokens, synchronize = prep.batch[0], spec.new_tokens, prep.device.synchronize
 
     def generate_step() -> None:
         with torch.inference_mode(), prep.autocast():
-            log.add(generate_once(model, prompt, new_tokens, synchronize, clock))
+            phases = generate_once(
+                model, prompt, new_tokens, synchronize, clock, prep.kv_cache, prep.decode
+            )
+            log.add(phases)
 
     return generate_step
+
+
+def generation_drift(prep: Prepared, seed: int = 0) -> dict[str, Any]:
+    """One more generation of this configuration against fp32 eager's on the CPU, from the
+    same weights and prompt (`build` seeds both with `seed`): tokens and first logits."""
+    spec, workload = prep.spec, prep.workload
+    assert isinstance(workload, LanguageModel) and spec.new_tokens and spec.prompt_length
+    with torch.inference_mode(), prep.autocast():
+        phases = generate_once(
+            prep.model,
+            prep.batch[0],
+            spec.new_tokens,
+            prep.device.synchronize,
+            cache=prep.kv_cache,
+            decode=prep.decode,
+        )
+    key = f"generate-b{spec.batch_size}-p{spec.prompt_length}-n{spec.new_tokens}-s{seed}"
+    reference = cached(key, lambda: _reference_generation(workload, spec, seed))
+    return compare_generations(reference, phases.tokens, phases.first_logits)
+
+
+def _reference_generation(workload: LanguageModel, spec: Any, seed: int) -> dict[str, Any]:
+    torch.manual_seed(seed)  # as build() does: the same weights, then the same prompt
+    model = workload.build_model().eval()
+    prompt = workload.prompt(
+        torch.Generator().manual_seed(seed), spec.batch_size, spec.prompt_length
+    )
+    with torch.inference_mode():
+        phases = generate_once(model, prompt, spec.new_tokens, lambda: None)
+    return {"tokens": phases.tokens, "logits": phases.first_logits.float()}
+
+
+def _static_length(cache: Any) -> int | None:
+    """The positions a static cache holds: its max_cache_len, by the name transformers gives
+    it (get_max_length from 5.2x, get_max_cache_shape before)."""
+    for name in ("get_max_length", "get_max_cache_shape"):
+        if callable(read := getattr(cache, name, None)):
+            found = int(read())
+            return found if found > 0 else None  # -1: no maximum (a dynamic cache)
+    return None
 
 
 def _element_size(dtype: torch.dtype) -> int:

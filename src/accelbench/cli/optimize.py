@@ -33,7 +33,8 @@ def add_parser(commands: Commands) -> None:
         help="search the optimizations that apply, measure speedup and drift, recommend one",
         description="The optimization search: fp32 eager; each lever alone (tf32, fp16, bf16, "
         "channels_last, torch.compile, CUDA graphs, cudnn.benchmark, a foreach or fused "
-        "optimizer; for inference also int8 through ONNX Runtime and pruning); then a stack "
+        "optimizer; for inference also int8 through ONNX Runtime and pruning; for generate "
+        "a static KV cache with a compiled decode step, and the attention); then a stack "
         "built from what paid, each further lever kept only if it beats the stack beyond "
         "noise; then the stack's alternatives (other precisions, compile modes); then a larger "
         "batch, offered but never recommended. Each variant runs in its own process with its "
@@ -51,6 +52,7 @@ def add_parser(commands: Commands) -> None:
     optimize.add_argument(
         "--batch-size", type=count(1), metavar="N", help="default: the workload's"
     )
+    _add_generation(optimize)
     _add_drift(optimize)
     groups, usual = ladder_groups(), default_groups()  # the registry's: it imports no torch
     opt_in = [g for g in groups if g not in usual]
@@ -67,6 +69,22 @@ def add_parser(commands: Commands) -> None:
     optimize.set_defaults(handler=handle)
 
 
+def _add_generation(optimize: argparse.ArgumentParser) -> None:
+    optimize.add_argument(
+        "--prompt-length",
+        type=count(1),
+        metavar="N",
+        help="--mode generate: prompt tokens (default: the model's, 128 for gpt2)",
+    )
+    optimize.add_argument(
+        "--new-tokens",
+        type=count(1),
+        metavar="N",
+        help="--mode generate: tokens decoded after the prompt, exactly (default: the "
+        "model's, 32 for gpt2)",
+    )
+
+
 def _add_drift(optimize: argparse.ArgumentParser) -> None:
     optimize.add_argument(
         "--tolerance",
@@ -81,8 +99,8 @@ def _add_drift(optimize: argparse.ArgumentParser) -> None:
         type=share,
         default=0.95,
         metavar="FRACTION",
-        help="for classifiers, the share of samples whose top-1 class must agree with fp32's "
-        "(default: 0.95, or 95%%)",
+        help="for classifiers, the share of samples whose top-1 class must agree with fp32's; "
+        "for --mode generate, the share of generated tokens (default: 0.95, or 95%%)",
     )
 
 

@@ -255,6 +255,11 @@ class Drift:
     samples: int | None = None
     not_finite: bool = False
     error: str = ""
+    # Mode generate: top1_agreement is over the generated token ids (samples: batch x new
+    # tokens), the errors are the first token's logits'.
+    token_ids: bool = False
+    first_token_agreement: float | None = None  # the first token's top-1, over the batch
+    agreeing_prefix: float | None = None  # a sequence's leading tokens equal to fp32's, median
 
     @classmethod
     def from_metrics(cls, metrics: Mapping[str, Any]) -> Drift | None:
@@ -273,6 +278,9 @@ class Drift:
             samples=None if samples is None else int(samples),
             not_finite=bool(found.get("not_finite", False)),
             error=str(found.get("error", "")),
+            token_ids=bool(found.get("token_ids", False)),
+            first_token_agreement=_number(found, "first_token_agreement"),
+            agreeing_prefix=_number(found, "agreeing_prefix"),
         )
 
 
@@ -695,6 +703,9 @@ class Generation:
     decode_tokens_per_s: float | None = None  # batch x decode steps / median decode_s
     weight_bytes: int | None = None
     kv_bytes_per_token: float | None = None  # the KV cache one decode step reads, on average
+    kv_read_positions: float | None = None  # the positions it reads, on average
+    static_cache: bool = False  # a static cache: every step reads all its positions
+    token_s: tuple[tuple[float, ...], ...] = ()  # per timed sample: each decode step's seconds
     kv_cache_bytes: int | None = None  # the KV cache at the end of the generation
     achieved_bandwidth: float | None = None  # bytes per decode step / token_p50_s, B/s
     peak_bandwidth: float | None = None  # B/s
@@ -732,6 +743,7 @@ class Generation:
         values = {k: v for k, v in found.items() if k in names}
         for name in ("prefill_s", "decode_s"):
             values[name] = tuple(float(x) for x in found[name])
+        values["token_s"] = tuple(tuple(float(x) for x in s) for s in found.get("token_s", ()))
         return cls(**values)
 
 

@@ -21,7 +21,7 @@ from ..devices.base import PeakSampler
 from ..devices.fingerprint import fingerprint
 from ..devices.power import PowerMeter
 from ..errors import one_line
-from ..levers import find_lever, spec_with
+from ..levers import Prepared, find_lever, spec_with
 from ..workloads import Workload
 from .measure import StopRule, measure
 from .profile import explain_steps, fallback_warnings
@@ -258,6 +258,11 @@ def _drift(prep: Runnable, workload: Workload, device: Device) -> dict[str, Any]
 
     spec = prep.spec
     try:
+        if spec.mode == GENERATE:
+            from ..backends.generate import generation_drift
+
+            assert isinstance(prep, Prepared)  # only PyTorch generates
+            return generation_drift(prep)
         if spec.mode == "train":
             # the same computation, for inference; a CUDA graph would only replay it
             infer = replace(spec, mode="infer")

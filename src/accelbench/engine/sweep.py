@@ -20,7 +20,7 @@ from ..workloads.llm import LanguageModel
 from .measure import StopRule
 from .runner import make_spec
 
-__all__ = ["Sweep", "Config"]
+__all__ = ["Config", "Sweep", "check_language_model"]
 
 
 DATA_PARALLEL_BLOCKS = 20  # timed blocks per rank when neither --epochs nor the workload fixes it
@@ -159,16 +159,18 @@ class Sweep:
             if number is not None and number < 1:
                 raise UsageError(f"prompt lengths and new tokens must be 1 or more, not {number}")
         for workload in workloads:
-            _check_language_model(workload, self._generation_axes(GENERATE, workload))
+            check_language_model(workload, self._generation_axes(GENERATE, workload))
 
 
-def _check_language_model(
+def check_language_model(
     workload: Workload, axes: tuple[tuple[int | None, ...], tuple[int | None, ...]]
 ) -> None:
+    """That mode generate can run `workload` at each prompt length and new tokens in `axes`;
+    UsageError in one line otherwise."""
     if not isinstance(workload, LanguageModel):
         models = ", ".join(w.name for w in list_workloads() if isinstance(w, LanguageModel))
         raise UsageError(
-            f"--modes generate needs a causal language model, and {workload.name} is not one; "
+            f"mode generate needs a causal language model, and {workload.name} is not one; "
             f"valid: {models}, or a --model factory returning a transformers model whose "
             "can_generate() is true"
         )

@@ -55,6 +55,8 @@ __all__ = [
 BUILT_IN = (
     "precision",
     "layout",
+    "attention",
+    "kv_cache",
     "compile",
     "graphs",
     "cudnn",

@@ -49,6 +49,11 @@ class Prepared:
     # Autocast's cast cache would hold tensors across a CUDA-graph capture; the graph lever
     # turns it off.
     autocast_cache: bool = True
+    # Mode generate: a KV cache made once and reset before each generation (a static one,
+    # levers/kv_cache; None: a new dynamic cache each time), and the forward the decode steps
+    # call where it is not the model's own (a compiled one, levers/compile).
+    kv_cache: Any = None
+    decode: Callable[..., Any] | None = None
 
     def timer(self) -> Timer:
         return self.device.timer()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.result import RunSpec, Value
+from ..core.vocab import GENERATE
 from .base import Lever, Prepared, Variant, register
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ class Compile(Lever):
     stage = 50  # after DDP: PyTorch compiles the DDP module
     searched = True
     opt_in = ("autotune",)  # max-autotune-no-cudagraphs: minutes of kernel search
+    generates = True  # the decode step, on a static KV cache
 
     @property
     def ladder_groups(self) -> tuple[str, ...]:
@@ -44,20 +46,39 @@ class Compile(Lever):
         return "compile" if value == "default" else f"compile:{value}"
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
+        if spec.mode == GENERATE and not spec.lever("kv_cache", ""):
+            return (
+                "a dynamic KV cache changes the decode step's shapes at every token, so "
+                "torch.compile would recompile; add --kv-cache static"
+            )
         return device.compile_unsupported() or None  # MPS before PyTorch 2.8, say
 
     def apply_model(self, prep: Prepared, value: Value) -> None:
         import torch
 
         # Compilation happens lazily on the first call: in the first warm-up block.
+        if prep.spec.mode == GENERATE:
+            # The decode steps only, one shape each (dynamic=False: the prefill's shape must
+            # not make them dynamic); the prefill runs eagerly and fills the static cache
+            # outside any graph, as transformers' compiled generate() does.
+            forward = prep.model.forward
+            prep.decode = torch.compile(forward, mode=str(value), dynamic=False)
+            return
         prep.model = torch.compile(prep.model, mode=str(value))  # type: ignore[assignment]
 
     def code(self, spec: RunSpec, device: Device) -> list[str]:
         value = self.value(spec)
         mode = "" if value == "default" else f', mode="{value}"'
+        if spec.mode == GENERATE:
+            return [
+                f"decode = torch.compile(model.forward{mode}, dynamic=False)"
+                "  # the decode steps; the prefill runs model(...) eagerly"
+            ]
         return [f"model = torch.compile(model{mode})"]
 
     def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
+        if base.mode == GENERATE:
+            return []  # the static KV cache's variant compiles it (levers/kv_cache)
         return [Variant("compile", self.assign(base, "default"), self.name)]
 
     def pays_with(self, stack: RunSpec) -> str:
@@ -75,6 +96,13 @@ class Compile(Lever):
         if device.kind != "cuda":
             return []  # the modes differ by CUDA graphs and GPU kernel autotuning
         graphless = spec.with_lever("cuda_graphs", False, False)
+        return [
+            v
+            for v in self._modes(spec, graphless)
+            if v.spec != spec  # the stack's own mode (a static cache's variant has graphs)
+        ]
+
+    def _modes(self, spec: RunSpec, graphless: RunSpec) -> list[Variant]:
         return [
             Variant(
                 "compile:reduce-overhead", self.assign(graphless, "reduce-overhead"), self.name

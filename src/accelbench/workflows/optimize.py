@@ -16,6 +16,7 @@ from ..analysis.compare import Speedup, speedup
 from ..backends import code
 from ..core.metrics import DRIFT, Drift
 from ..core.result import Result, RunSpec
+from ..core.vocab import GENERATE
 from ..devices import Device
 from ..levers import active_levers, all_levers, label
 from ..workloads import Workload
@@ -57,7 +58,8 @@ class Tolerance:
             )
         top1 = drift.top1_agreement
         if top1 is not None and top1 < self.min_top1:
-            return f"top-1 agreement {top1:.1%} is below {self.min_top1:.0%}"
+            what = "generated-token agreement" if drift.token_ids else "top-1 agreement"
+            return f"{what} {top1:.1%} is below {self.min_top1:.0%}"
         return None
 
 
@@ -80,6 +82,8 @@ def levers_not_tried(
     for lever in all_levers():
         for group in lever.ladder_groups:
             reasons[group] = lever.not_tried(group, base, device, workload)
+            if base.mode == GENERATE and not lever.generates:
+                reasons[group] = reasons[group] or "not measured with mode generate yet"
     return {group: why for group in groups if (why := reasons.get(group))}
 
 

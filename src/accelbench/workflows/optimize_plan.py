@@ -20,12 +20,14 @@ from ..devices import Device, pick_device, resolve_devices
 from ..devices.fingerprint import fingerprint
 from ..engine.measure import StopRule
 from ..engine.runner import make_spec
+from ..engine.sweep import check_language_model
 from ..engine.track import progress_bar
 from ..engine.worker import run_isolated
 from ..errors import AccelbenchError, UsageError
 from ..levers import default_groups
 from ..store.db import Store
 from ..workloads import Workload, WorkloadRef, load_workload
+from ..workloads.llm import LanguageModel
 from .optimize import Assessment, Rung, Tolerance, assess, levers_not_tried
 from .search import Budget, Search, SearchOutcome
 
@@ -47,6 +49,8 @@ class OptimizeRequest:
     device: str = ""  # one device name; "": the best available
     mode: str = "infer"
     batch_size: int | None = None  # None: the workload's own
+    prompt_length: int | None = None  # mode generate; None: the language model's own
+    new_tokens: int | None = None
     levers: tuple[str, ...] = field(default_factory=default_groups)  # all but the opt-in
     epochs: int | None = None  # time exactly this many its per rung; else the adaptive rule
     max_time: float | None = None  # the adaptive rule's timed seconds (None: DEFAULT_SECONDS)
@@ -77,11 +81,6 @@ class Ladder:
 
 
 def plan_ladder(request: OptimizeRequest) -> Ladder:
-    if request.mode == GENERATE:
-        raise UsageError(
-            "optimize does not search mode generate yet; measure its configurations with "
-            "`accelbench run --modes generate --precisions fp32,bf16`"
-        )
     workload = load_workload(request.workload)
     device = _one_device(request.device)
     # One step per block: the adaptive rule then groups steps into samples of a quarter second
@@ -89,13 +88,20 @@ def plan_ladder(request: OptimizeRequest) -> Ladder:
     # samples an interval needs within the search's few seconds per variant.
     steps = 1 if not request.epochs else None
     base = make_spec(
-        workload, device, mode=request.mode, batch_size=request.batch_size, steps_per_block=steps
+        workload,
+        device,
+        mode=request.mode,
+        batch_size=request.batch_size,
+        steps_per_block=steps,
+        **_generation(request, workload),
     )
     if request.epochs:
         stop = StopRule(blocks=request.epochs, warmup=request.warmup)
     else:
         seconds = request.max_time or DEFAULT_SECONDS
         stop = StopRule(max_time=seconds, warmup=request.warmup, min_samples=SAMPLES_FOR_CI)
+    if request.mode == GENERATE:  # each generation is synchronized at every token: its own sample
+        stop = replace(stop, min_sample_s=0.0)
     if not request.budget > 0:
         raise UsageError(f"--budget must be a positive number of seconds, got {request.budget:g}")
     not_tried = levers_not_tried(base, device, workload, request.levers)
@@ -111,6 +117,22 @@ def plan_ladder(request: OptimizeRequest) -> Ladder:
         request.budget,
         not_tried,
     )
+
+
+def _generation(request: OptimizeRequest, workload: Workload) -> dict[str, int]:
+    """Mode generate's prompt length and new tokens (the model's own where not given), checked
+    against the model; nothing for the other modes, which take neither."""
+    given = (request.prompt_length, request.new_tokens)
+    if request.mode != GENERATE:
+        if given != (None, None):
+            raise UsageError("--prompt-length and --new-tokens apply to --mode generate only")
+        return {}
+    check_language_model(workload, ((request.prompt_length,), (request.new_tokens,)))
+    assert isinstance(workload, LanguageModel)
+    return {
+        "prompt_length": request.prompt_length or workload.prompt_length,
+        "new_tokens": request.new_tokens or workload.new_tokens,
+    }
 
 
 def _one_device(name: str) -> Device:

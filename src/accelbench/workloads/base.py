@@ -33,6 +33,9 @@ class Workload(ABC):
     default_blocks: int | None = None
     input_shape: tuple[int, ...] = ()  # per sample, without the batch dimension
     num_classes: int | None = None  # set for classifiers: enables top-1 style checks later
+    # A transformers causal language model (workloads/llm.LanguageModel): mode generate, the
+    # KV cache and attention levers apply.
+    language_model: bool = False
 
     @abstractmethod
     def build_model(self) -> nn.Module: ...

@@ -24,7 +24,7 @@ from ..errors import require
 from . import register
 from .base import Batch, Workload
 
-__all__ = ["KVLayout", "LanguageModel", "forward_with_cache", "is_causal_lm"]
+__all__ = ["KVLayout", "LanguageModel", "forward_with_cache", "is_causal_lm", "static_cache"]
 
 
 @dataclass(frozen=True)
@@ -59,36 +59,72 @@ def is_causal_lm(model: object) -> bool:
 
 
 def forward_with_cache(
-    model: nn.Module, input_ids: torch.Tensor, cache: Any
+    model: nn.Module,
+    input_ids: torch.Tensor,
+    cache: Any,
+    position: torch.Tensor | None = None,
+    call: Callable[..., Any] | None = None,
 ) -> tuple[torch.Tensor, Any]:
     """One forward of a causal LM through its KV cache (None: a new one, for the prompt): the
     last position's logits and the cache. Only the last position's logits are computed where
-    the model can (as `generate()` does), so a prefill does not pay the head over the prompt."""
-    cache_name, keep_name = _forward_names(type(model).forward)
+    the model can (as `generate()` does), so a prefill does not pay the head over the prompt.
+
+    `position` holds the cache positions of `input_ids`, on the device; it is passed where the
+    forward takes it (transformers before 5.2x), so a static cache is never asked its length
+    (a read of the device). `call` replaces the model's forward (a compiled one)."""
+    names = _forward_names(type(model).forward)
     kwargs: dict[str, Any] = {"input_ids": input_ids, "use_cache": True}
     if cache is not None:
-        kwargs[cache_name] = cache
-    if keep_name:
-        kwargs[keep_name] = 1
-    out = model(**kwargs)
+        kwargs[names.cache] = cache
+    if names.keep:
+        kwargs[names.keep] = 1
+    if names.position and position is not None:
+        kwargs["cache_position"] = position
+    out = (call or model)(**kwargs)
     found = out.get("cache")  # transformers 5.2x's name; before it, past_key_values
     return out.logits[:, -1, :], out.get("past_key_values") if found is None else found
 
 
+@dataclass(frozen=True)
+class _ForwardNames:
+    cache: str  # what this transformers version calls the cache argument
+    keep: str  # the argument that keeps only the last logits ("" where there is none)
+    position: bool  # whether the forward takes cache_position
+
+
 @functools.cache
-def _forward_names(forward: Callable[..., Any]) -> tuple[str, str]:
-    """What this transformers version calls the cache argument, and the one that keeps only
-    the last logits ("" where the forward has none)."""
+def _forward_names(forward: Callable[..., Any]) -> _ForwardNames:
     names = inspect.signature(forward).parameters
     cache = "cache" if "cache" in names else "past_key_values"
     keep = next((n for n in ("logits_to_keep", "num_logits_to_keep") if n in names), "")
-    return cache, keep
+    return _ForwardNames(cache, keep, "cache_position" in names)
+
+
+def static_cache(model: nn.Module, batch_size: int, max_length: int) -> Any:
+    """A transformers StaticCache for `model`, `max_length` positions long: allocated on first
+    use at the layers' dtype and device, then written in place (so a compiled decode step sees
+    fixed shapes and addresses). Arguments older versions needed are given where they exist."""
+    transformers = require("transformers", "models", "a static KV cache")
+    wanted = inspect.signature(transformers.StaticCache.__init__).parameters
+    weight = next(iter(model.parameters()))
+    offered = {
+        "config": model.config,
+        "max_cache_len": max_length,
+        "max_batch_size": batch_size,
+        "device": weight.device,
+        "dtype": weight.dtype,
+    }
+    return transformers.StaticCache(**{k: v for k, v in offered.items() if k in wanted})
 
 
 class LanguageModel(Workload):
     """A causal language model. Train and infer run one fixed sequence of `input_shape` tokens
     (next-token cross-entropy); generate decodes after a prompt (see backends/generate)."""
 
+    language_model = True
+    # The attention implementation transformers picks for the model when none is asked for
+    # (its own for every built-in here); the attention lever offers the others.
+    attention = "sdpa"
     input_shape: tuple[int, ...] = (128,)  # train and infer: tokens per sequence
     batch_size = 1
     prompt_length = 128  # generate's defaults, when --prompt-lengths / --new-tokens are not given

@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ...core.vocab import GENERATE
 from ...levers import label
 from ..text import format_bytes, number
 from .run_notes import machine_state_notes, onnxruntime_note
 from .table import new_table, render_table
 
 if TYPE_CHECKING:  # the types only: the optimize workflow imports torch
-    from ...workflows.optimize import Assessment
+    from ...workflows.optimize import Assessment, Tolerance
     from ...workflows.optimize_plan import Ladder, Searched
     from ...workflows.search import Trial
 
@@ -27,6 +28,17 @@ _OPTIMIZE_HEADERS = (
     "top-1 agree",
     "within tolerance",
 )
+# A generation's samples are its tokens, its top-1 its generated token ids, its error the
+# first token's logits' (analysis/drift.compare_generations).
+_GENERATE_HEADERS = (
+    "variant",
+    "tokens/s",
+    "vs fp32 eager (95% CI)",
+    "peak memory",
+    "first logits' rel. error",
+    "tokens agree",
+    "within tolerance",
+)
 
 
 def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width: int = 120) -> str:
@@ -36,11 +48,14 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
 
     verdicts, outcome = searched.verdicts, searched.outcome
     base = ladder.base
+    generates = base.mode == GENERATE
+    shape = f" p{base.prompt_length} n{base.new_tokens}" if generates else ""
     title = (
-        f"accelbench optimize: {base.workload} {base.mode} b{base.batch_size} on "
+        f"accelbench optimize: {base.workload} {base.mode} b{base.batch_size}{shape} on "
         f"{ladder.device.name}"
     )
-    table = new_table(title, _OPTIMIZE_HEADERS, left_columns=1)
+    headers = _GENERATE_HEADERS if generates else _OPTIMIZE_HEADERS
+    table = new_table(title, headers, left_columns=1)
     notes: list[str] = []
     for v, trial in zip(verdicts, outcome.trials, strict=True):
         table.add_row(v.rung.name, *_optimize_cells(v, trial))
@@ -50,17 +65,27 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
     notes += [f"not tried: {name}: {why}" for name, why in not_tried.items()]
     notes += _backend_notes(verdicts)
     notes += _state_notes(verdicts)
-    tolerance = ladder.tolerance
-    notes.append(
-        f"drift: outputs against the fp32 model's on the benchmark's batch (same weights); "
-        f"tolerance: max relative error {tolerance.max_rel_error:g}, top-1 agreement "
-        f"{tolerance.min_top1:.0%} or more (classifiers)"
-    )
+    notes.append(_drift_words(ladder.tolerance, generates))
     if ladder.device.caveat:
         notes.append(ladder.device.caveat)
     notes += _recommendation(chosen, verdicts[0], settings_code(chosen.result.spec, ladder.device))
     notes += _offers(verdicts, chosen, ladder)
     return render_table(table, notes, width)
+
+
+def _drift_words(tolerance: Tolerance, generates: bool) -> str:
+    if generates:
+        return (
+            "drift: each variant's greedy tokens against fp32 eager's on the CPU (same weights "
+            "and prompt), position by position, and its first token's logits; tolerance: "
+            f"their max relative error {tolerance.max_rel_error:g}, {tolerance.min_top1:.0%} "
+            "of the tokens or more agreeing"
+        )
+    return (
+        f"drift: outputs against the fp32 model's on the benchmark's batch (same weights); "
+        f"tolerance: max relative error {tolerance.max_rel_error:g}, top-1 agreement "
+        f"{tolerance.min_top1:.0%} or more (classifiers)"
+    )
 
 
 def _reasons(verdicts: Sequence[Assessment]) -> list[str]:

@@ -153,11 +153,22 @@ def generation_notes(g: Generation) -> list[str]:
     return notes
 
 
+def _token_drift_note(drift: Drift) -> str:
+    """A generation's drift: its tokens against fp32's, then the first token's logits."""
+    text = f"drift from {drift.reference}: "
+    if drift.top1_agreement is not None:
+        text += f"{drift.top1_agreement:.1%} of {drift.samples} generated tokens agree"
+        if drift.agreeing_prefix is not None:
+            text += f" (a sequence's first {drift.agreeing_prefix:g} in the median)"
+    return text + f"; first-token logits' max relative error {drift.max_rel_error:.2g}"
+
+
 def _bandwidth_note(g: Generation, per_token: float, achieved: float) -> str:
     cache = format_bytes(round(g.kv_bytes_per_token or 0))
+    cache = f"the whole static KV cache, {cache}" if g.static_cache else f"KV cache {cache}"
     text = (
         f"each decode step reads {format_bytes(round(per_token))} (weights "
-        f"{format_bytes(g.weight_bytes)} + KV cache {cache} on average): "
+        f"{format_bytes(g.weight_bytes)} + {cache}{'' if g.static_cache else ' on average'}): "
         f"{number(achieved / 1e9)} GB/s at the median step"
     )
     if g.bandwidth_share is not None and g.peak_bandwidth is not None:
@@ -192,6 +203,8 @@ def drift_note(drift: Drift) -> str:
         return f"no drift figure: {drift.error}"
     if drift.not_finite:
         return f"drift from {drift.reference}: the outputs hold NaN or infinity"
+    if drift.token_ids:
+        return _token_drift_note(drift)
     text = f"drift from {drift.reference}: max relative error {drift.max_rel_error:.2g}"
     if drift.top1_agreement is not None:
         text += f", top-1 agreement {drift.top1_agreement:.1%} of {drift.samples} samples"

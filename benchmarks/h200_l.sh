@@ -1,0 +1,29 @@
+# GPU batch L (issue 13): llama-1b generation on the H200, accelbench between two runs of a
+# hand-written loop (benchmarks/llm_reference.py), then the static KV cache with torch.compile.
+#   bash benchmarks/h200_l.sh eager     (writes $OUT/out_l_eager.tgz)
+#   bash benchmarks/h200_l.sh compiled  (writes $OUT/out_l_compiled.tgz)
+#   bash benchmarks/h200_l.sh optimize  (writes $OUT/out_l_optimize.tgz)
+export PYTHONPATH=src PYTHONUNBUFFERED=1
+part=$1; W=/tmp/wl_$part; mkdir -p $W; export DB=$W/h200.db
+save() { tar czf $OUT/out_l_$part.tgz -C /tmp wl_$part; }
+timed() { local name=$1; shift; local t0=$(date +%s); "$@" > $W/$name.txt 2>$W/$name.err
+  echo "$name: $(( $(date +%s) - t0 )) s" | tee -a $W/walls.txt; save; }
+GEN="run llama-1b --modes generate --devices cuda --precisions bf16 --prompt-lengths 512 --new-tokens 128 --epochs 10 --db $DB --quiet"
+REF="python3 benchmarks/llm_reference.py --prompt 512 --new 128 --runs 10"
+case $part in
+eager)
+  timed ref_a timeout 150 $REF --batches 1,16,64
+  timed llama timeout 200 python3 -m accelbench $GEN --batch-sizes 1,16,64
+  timed ref_b timeout 150 $REF --batches 1,16,64
+  timed smoke timeout 100 python3 -m accelbench run gpt2 --modes generate --devices cuda \
+    --kv-cache static --compile reduce-overhead --epochs 3 --db $DB --quiet ;;
+compiled)
+  timed ref_sc timeout 200 $REF --batches 1,64 --static-compile
+  timed llama_sc timeout 260 python3 -m accelbench $GEN --batch-sizes 1,64 --kv-cache static \
+    --compile reduce-overhead
+  timed llama_attn timeout 100 python3 -m accelbench $GEN --batch-sizes 1 --attention eager ;;
+optimize)
+  timed optimize timeout 560 python3 -m accelbench optimize llama-1b --mode generate \
+    --device cuda --prompt-length 512 --new-tokens 128 --budget 480 --db $DB ;;
+esac
+python3 -m accelbench results --db $DB --json > $W/results.json; save

@@ -1,0 +1,79 @@
+"""The KV cache of mode generate: dynamic (transformers' default, grown by concatenation at
+every token) or static (allocated once at the prompt plus new tokens, written in place), which
+gives the decode step one shape and fixed addresses: what torch.compile's CUDA graphs need."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..core.result import RunSpec, Value
+from ..core.vocab import GENERATE
+from .base import Lever, Prepared, Variant, register
+
+if TYPE_CHECKING:
+    from ..devices import Device
+    from ..workloads import Workload
+
+
+@register
+class KVCache(Lever):
+    name = "kv_cache"
+    title = "a static KV cache"
+    option = "--kv-cache"
+    help = (
+        "--modes generate: the KV cache, dynamic (grown at every token) or static "
+        "(allocated once; what --compile needs there) (default: dynamic)"
+    )
+    dimension = "kv-cache"
+    default = ""  # dynamic
+    words = ("dynamic", "static")
+    stage = 40  # after the precision casts the weights (the cache takes the layers' dtype)
+    searched = True
+    generates = True
+
+    def from_word(self, word: str) -> Value:
+        return "" if word == "dynamic" else word
+
+    def word(self, value: Value) -> str:
+        return str(value) or "dynamic"
+
+    def label(self, value: Value) -> str:
+        return "static-cache" if value else ""
+
+    def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
+        if spec.mode != GENERATE:
+            return "a KV cache is kept only in mode generate"
+        return None
+
+    def apply_model(self, prep: Prepared, value: Value) -> None:
+        from ..workloads.llm import static_cache
+
+        spec = prep.spec
+        assert spec.prompt_length and spec.new_tokens
+        # the last decode step writes position prompt + new - 2; one spare costs nothing
+        length = spec.prompt_length + spec.new_tokens
+        prep.kv_cache = static_cache(prep.model, spec.batch_size, length)
+
+    def code(self, spec: RunSpec, device: Device) -> list[str]:
+        length = (spec.prompt_length or 0) + (spec.new_tokens or 0)
+        return [
+            f"cache = transformers.StaticCache(config=model.config, max_cache_len={length})",
+            "# pass cache=cache (past_key_values= before transformers 5.2x) to every forward;"
+            " cache.reset() before each generation",
+        ]
+
+    def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
+        """A static cache pays through torch.compile (alone it only stops the cache's copies),
+        so the search measures the two together: with CUDA graphs where the device has them,
+        as transformers' own compiled generate() does."""
+        if base.mode != GENERATE:
+            return []
+        from .base import find_lever
+
+        mode = "reduce-overhead" if device.can_capture_graphs else "default"
+        spec = find_lever("compile").assign(self.assign(base, "static"), mode)
+        name = "static-cache + compile" + ("" if mode == "default" else f":{mode}")
+        return [Variant(name, spec, self.name)]
+
+    def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
+        return "" if base.mode == GENERATE else "a KV cache is kept only in mode generate"

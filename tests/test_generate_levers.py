@@ -1,0 +1,192 @@
+"""Mode generate's levers (issue 13, item 4): the static KV cache, torch.compile of the decode
+step, the attention implementation, token-agreement drift, and the search on generate."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from accelbench.analysis.bandwidth import kv_cache_bytes
+from accelbench.analysis.drift import compare_generations
+from accelbench.backends import unsupported
+from accelbench.backends.generate import GenerationLog, generate_once, generation_drift
+from accelbench.backends.pytorch import build_torch
+from accelbench.core.metrics import Drift
+from accelbench.core.result import RunSpec
+from accelbench.core.stats import Measurement
+from accelbench.devices import resolve_devices
+from accelbench.levers import find_lever, label, spec_with
+from accelbench.workflows.optimize import Tolerance
+from accelbench.workloads import get_workload
+from accelbench.workloads.llm import KVLayout, static_cache
+
+from .conftest import run_cli
+
+TINY = "gpt2-tiny"
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    return resolve_devices("cpu")[0]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return get_workload(TINY)
+
+
+def _model(tiny):
+    torch.manual_seed(0)
+    return tiny.build_model().eval()
+
+
+def _prompt(tiny, batch=2, length=12):
+    return tiny.prompt(torch.Generator().manual_seed(0), batch, length)
+
+
+def _spec(**levers) -> RunSpec:
+    spec = RunSpec(TINY, "cpu", 2, 1, mode="generate", prompt_length=12, new_tokens=6)
+    return spec_with(spec, **levers)
+
+
+def test_a_static_cache_generates_what_the_dynamic_one_does_and_resets(tiny):
+    model, prompt = _model(tiny), _prompt(tiny)
+    with torch.inference_mode():
+        dynamic = generate_once(model, prompt, 6, lambda: None)
+        cache = static_cache(model, 2, 12 + 6)
+        first = generate_once(model, prompt, 6, lambda: None, cache=cache)
+        second = generate_once(model, prompt, 6, lambda: None, cache=cache)  # reset, reused
+    assert torch.equal(first.tokens, dynamic.tokens)
+    assert torch.equal(second.tokens, dynamic.tokens)
+    assert torch.allclose(first.first_logits, dynamic.first_logits, atol=1e-5)
+
+
+def test_a_decode_forward_given_runs_the_decode_steps_only(tiny):
+    model, calls = _model(tiny), []
+
+    def decode(**kwargs):
+        calls.append(tuple(kwargs["input_ids"].shape))
+        return model(**kwargs)
+
+    with torch.inference_mode():
+        generate_once(model, _prompt(tiny), 5, lambda: None, decode=decode)
+    assert calls == [(2, 1)] * 4  # four decode steps of one token; the prefill ran the model
+
+
+def test_a_static_cache_is_read_whole_at_every_step():
+    layout = KVLayout(2, 2, 8)
+    log = GenerationLog(16, 4, 2, 1000, layout, 4, static_length=20)
+    from accelbench.backends.generate import Phases
+
+    log.add(Phases(0.1, (0.01, 0.01, 0.01), torch.zeros(2, 4), torch.zeros(2, 9)))
+    found = log.summary(Measurement(samples=(1.0,), warmup=(), repeat=1))
+    # 2 (K and V) x 2 layers x 2 KV heads x 8 dims x 4 bytes x 20 positions x 2 sequences
+    assert found["kv_bytes_per_token"] == 2 * 2 * 2 * 8 * 4 * 20 * 2
+    assert found["kv_bytes_per_token"] == kv_cache_bytes(layout, 20, 2, 4)
+    assert found["static_cache"] is True and found["kv_read_positions"] == 20
+    assert found["token_s"] == [[0.01, 0.01, 0.01]]  # the raw steps are kept
+
+
+def test_the_levers_say_where_they_do_not_apply(cpu, tiny):
+    infer = replace(_spec(), mode="infer", prompt_length=None, new_tokens=None)
+    assert unsupported(spec_with(infer, kv_cache="static"), cpu, tiny) == (
+        "kv_cache: a KV cache is kept only in mode generate"
+    )
+    mlp = get_workload("mlp")
+    mlp_spec = RunSpec("mlp", "cpu", 8, 1)
+    assert unsupported(spec_with(mlp_spec, attention="eager"), cpu, mlp) == (
+        "attention: mlp is not a transformers language model"
+    )
+    assert unsupported(spec_with(infer, attention="eager"), cpu, tiny) is None  # any mode
+    assert label(_spec(kv_cache="static", compile="default", attention="eager")) == (
+        "generate fp32 b2 p12 n6 attn=eager static-cache compile"
+    )
+
+
+def test_the_attention_lever_switches_the_implementation(cpu, tiny):
+    eager = build_torch(_spec(attention="eager"), tiny, cpu)
+    plain = build_torch(_spec(), tiny, cpu)
+    assert eager.model.config._attn_implementation == "eager"
+    assert plain.model.config._attn_implementation == tiny.attention == "sdpa"
+    with torch.inference_mode():
+        a = generate_once(eager.model, eager.batch[0], 6, lambda: None)
+        b = generate_once(plain.model, plain.batch[0], 6, lambda: None)
+    assert torch.allclose(a.first_logits, b.first_logits, atol=1e-5)
+
+
+def test_the_search_variants_of_generate(tiny):
+    base = _spec()
+    graphs = SimpleNamespace(can_capture_graphs=True, kind="cuda")
+    no_graphs = SimpleNamespace(can_capture_graphs=False, kind="cpu")
+    kv, compile_, attention = (find_lever(n) for n in ("kv_cache", "compile", "attention"))
+    (on_gpu,) = kv.variants(base, graphs, tiny)
+    assert on_gpu.name == "static-cache + compile:reduce-overhead"
+    assert on_gpu.spec == _spec(kv_cache="static", compile="reduce-overhead")
+    (on_cpu,) = kv.variants(base, no_graphs, tiny)
+    assert on_cpu.spec == _spec(kv_cache="static", compile="default")
+    assert compile_.variants(base, graphs, tiny) == []  # compile alone cannot generate
+    # the stack's own mode is not its own alternative
+    modes = [v.spec for v in compile_.alternatives(on_gpu.spec, graphs, tiny)]
+    assert on_gpu.spec not in modes and modes
+    assert [v.name for v in attention.variants(base, no_graphs, tiny)] == ["attn=eager"]
+
+
+def test_token_agreement_by_hand():
+    reference = {
+        "tokens": torch.tensor([[1, 2, 3, 4], [1, 2, 3, 4]]),
+        "logits": torch.tensor([[0.0, 1.0, 3.0], [2.0, 0.0, 1.0]]),
+    }
+    tokens = torch.tensor([[1, 2, 9, 4], [1, 2, 3, 4]])
+    logits = torch.tensor([[0.0, 1.0, 2.97], [2.0, 0.0, 1.0]])
+    found = compare_generations(reference, tokens, logits)
+    assert found["top1_agreement"] == 7 / 8 and found["samples"] == 8
+    assert found["agreeing_prefix"] == 3.0  # the median of 2 and 4 leading tokens
+    assert found["first_token_agreement"] == 1.0
+    assert found["max_rel_error"] == pytest.approx(0.03 / 3.0)
+    drift = Drift.from_record(found)
+    assert drift.token_ids and drift.top1_agreement == 7 / 8
+    assert Tolerance(min_top1=0.9).breach(drift) == "generated-token agreement 87.5% is below 90%"
+
+
+def test_fp32_eager_generation_drifts_not_at_all(cpu, tiny):
+    found = generation_drift(build_torch(_spec(), tiny, cpu))
+    assert found["top1_agreement"] == 1.0 and found["max_rel_error"] == 0.0
+    assert found["agreeing_prefix"] == 6.0 and found["samples"] == 2 * 6
+    low = generation_drift(build_torch(replace(_spec(), precision="bf16"), tiny, cpu))
+    assert 0.0 < low["max_rel_error"] < 0.1  # bf16 weights: not the fp32 computation
+
+
+def test_optimize_searches_generate_with_token_drift(tmp_path):
+    db = str(tmp_path / "o.db")
+    done = run_cli(
+        "optimize", TINY, "--mode", "generate", "--device", "cpu", "--levers",
+        "precision,attention,kv_cache,compile", "--epochs", "3", "--db", db,
+        "--prompt-length", "8", "--new-tokens", "4", timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "gpt2-tiny generate b1 p8 n4 on cpu" in out
+    assert "tokens/s" in out and "tokens agree" in out
+    assert "static-cache + compile" in out and "attn=eager" in out
+    assert "greedy tokens against fp32 eager's on the CPU" in out
+    listed = run_cli("results", "--db", db, "--json")
+    assert listed.returncode == 0 and '"token_ids": true' in listed.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["mlp", "--mode", "generate"], "mode generate needs a causal language model"),
+        ([TINY, "--prompt-length", "8"], "--prompt-length and --new-tokens apply to --mode"),
+        ([TINY, "--mode", "generate", "--prompt-length", "300"], "more than gpt2-tiny's 256"),
+        ([TINY, "--mode", "generate", "--new-tokens", "0"], "must be 1 or more, got 0"),
+    ],
+)
+def test_optimize_refuses_bad_generate_input_in_one_line(tmp_path, args, message):
+    db = tmp_path / "o.db"
+    done = run_cli("optimize", *args, "--device", "cpu", "--db", str(db))
+    assert done.returncode == 2 and message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not db.exists()
