@@ -15,10 +15,12 @@ eager)
   timed ref_a timeout 150 $REF --batches 1,16,64
   timed llama timeout 200 python3 -m accelbench $GEN --batch-sizes 1,16,64
   timed ref_b timeout 150 $REF --batches 1,16,64
+  timed ref_async timeout 150 $REF --batches 1,64 --no-sync
   timed smoke timeout 100 python3 -m accelbench run gpt2 --modes generate --devices cuda \
     --kv-cache static --compile reduce-overhead --epochs 3 --db $DB --quiet ;;
 compiled)
   timed ref_sc timeout 200 $REF --batches 1,64 --static-compile
+  timed ref_sc_async timeout 200 $REF --batches 1 --static-compile --no-sync
   timed llama_sc timeout 260 python3 -m accelbench $GEN --batch-sizes 1,64 --kv-cache static \
     --compile reduce-overhead
   timed llama_attn timeout 100 python3 -m accelbench $GEN --batch-sizes 1 --attention eager ;;

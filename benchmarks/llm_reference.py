@@ -7,8 +7,11 @@ model's forward with its KV cache, greedy, timed with CUDA events, no accelbench
 As transformers' generate() does, the prefill computes the head at the last position only
 (logits_to_keep=1), and with --static-compile the decode steps run
 torch.compile(model.forward, mode="reduce-overhead") on a StaticCache while the prefill runs
-eagerly. Prints one JSON line per batch size: the prefill's median, and the decode step's
-median and p90 over every timed step.
+eagerly. Each step ends with a synchronize, as accelbench's do and as generate()'s stopping
+check does (it reads the device every token), so the events also hold the host's gap between
+steps; `--no-sync` leaves the loop asynchronous, the host running ahead, for the GPU's time
+alone. Prints one JSON line per batch size: the prefill's median, and the decode step's median
+and p90 over every timed step.
 """
 
 import argparse
@@ -27,6 +30,7 @@ def main() -> None:
     parser.add_argument("--new", type=int, default=128)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--static-compile", action="store_true")
+    parser.add_argument("--no-sync", action="store_true")
     args = parser.parse_args()
     config = transformers.LlamaConfig(  # Llama-3.2-1B's sizes, random weights
         hidden_size=2048,
@@ -56,7 +60,7 @@ def measure(model, prompt, args) -> dict:
     prefills, steps = [], []
     with torch.inference_mode():
         for run in range(args.runs + 2):  # two warm-up generations
-            p, s = generate(model, decode, prompt, args.new, cache, cache_name, names)
+            p, s = generate(model, decode, prompt, args, cache, cache_name, names)
             if run >= 2:
                 prefills.append(p)
                 steps.extend(s)
@@ -65,6 +69,7 @@ def measure(model, prompt, args) -> dict:
         "prompt": args.prompt,
         "new": args.new,
         "static_compile": args.static_compile,
+        "sync_each_step": not args.no_sync,
         "transformers": transformers.__version__,
         "torch": torch.__version__,
         "prefill_median_ms": statistics.median(prefills) * 1e3,
@@ -82,7 +87,8 @@ def static_cache(model, batch, length):
     return transformers.StaticCache(**{k: v for k, v in given.items() if k in wanted})
 
 
-def generate(model, decode, prompt, new, cache, cache_name, names):
+def generate(model, decode, prompt, args, cache, cache_name, names):
+    new = args.new
     events = [torch.cuda.Event(enable_timing=True) for _ in range(new + 1)]
     if cache is not None:
         cache.reset()
@@ -93,6 +99,7 @@ def generate(model, decode, prompt, new, cache, cache_name, names):
     out = model(input_ids=prompt, **kwargs, **positions(names, position))
     token = out.logits[:, -1].argmax(dim=-1, keepdim=True)
     events[1].record()
+    step_done(args)
     cache = out.get("cache") if out.get("cache") is not None else out.get("past_key_values")
     for i in range(new - 1):
         position = position[-1:] + 1
@@ -100,9 +107,15 @@ def generate(model, decode, prompt, new, cache, cache_name, names):
         out = decode(input_ids=token, **kwargs, **positions(names, position))
         token = out.logits[:, -1].argmax(dim=-1, keepdim=True)
         events[i + 2].record()
+        step_done(args)
     torch.cuda.synchronize()
     times = [a.elapsed_time(b) / 1e3 for a, b in zip(events[:-1], events[1:], strict=True)]
     return times[0], times[1:]
+
+
+def step_done(args):
+    if not args.no_sync:
+        torch.cuda.synchronize()
 
 
 def positions(names, position):

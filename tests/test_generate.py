@@ -256,5 +256,6 @@ def test_levers_refuse_generate_with_their_reason_and_optimize_plans_it():
     ladder = plan_ladder(OptimizeRequest(WorkloadRef(TINY), device="cpu", mode="generate"))
     assert (ladder.base.prompt_length, ladder.base.new_tokens) == (16, 8)  # the model's own
     assert ladder.stop.min_sample_s == 0.0  # one generation, one sample
+    assert ladder.stop.time_cap == 30.0  # a far slower variant stops short of six samples
     assert ladder.not_tried["cuda_graphs"] == "cpu cannot capture graphs"
     assert ladder.not_tried["pruning"]

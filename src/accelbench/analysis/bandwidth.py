@@ -64,15 +64,19 @@ def generation_figures(
     precision: str,
     peaks: PeakFigures | None,
     prefill_flops_per_sequence: float | None,
+    decode_flops_per_sequence: float | None = None,
 ) -> dict[str, Any]:
-    """The figures beside a generation's timings: bandwidth share of the decode steps, and
-    the prefill's achieved FLOP/s and MFU (each only where its inputs are known)."""
+    """The figures beside a generation's timings: bandwidth share of the decode steps, the
+    least time a step could take (`_decode_floors`), and the prefill's achieved FLOP/s and MFU
+    (each only where its inputs are known). A decode step's FLOPs are a one-token forward's:
+    its attention over the cache is left out, so its compute floor is a floor."""
     out: dict[str, Any] = {}
     bandwidth = peaks.bandwidth if peaks else None
     if bandwidth and generation.achieved_bandwidth is not None:
         out["peak_bandwidth"] = bandwidth
         out["bandwidth_source"] = peaks.source if peaks else ""
         out["bandwidth_share"] = generation.achieved_bandwidth / bandwidth
+    out.update(_decode_floors(generation, precision, peaks, decode_flops_per_sequence))
     if prefill_flops_per_sequence is None:
         return out
     flops = prefill_flops_per_sequence * generation.batch_size
@@ -82,4 +86,26 @@ def generation_figures(
     if peak:
         out["peak_flops"] = peak
         out["prefill_mfu"] = out["prefill_achieved_flops"] / peak
+    return out
+
+
+def _decode_floors(
+    generation: Generation,
+    precision: str,
+    peaks: PeakFigures | None,
+    decode_flops_per_sequence: float | None,
+) -> dict[str, Any]:
+    """The least time a decode step could take at the device's peaks: its bytes over the
+    bandwidth and, where counted, its FLOPs over the precision's peak; and which share of the
+    median step the larger is."""
+    bandwidth = peaks.bandwidth if peaks else None
+    p50, per_token = generation.token_p50_s, generation.bytes_per_token
+    if not bandwidth or not p50 or per_token is None:
+        return {}
+    out: dict[str, Any] = {"decode_memory_floor_s": per_token / bandwidth}
+    peak = peaks.flops.get(precision) if peaks else None
+    if decode_flops_per_sequence and peak:
+        per_step = decode_flops_per_sequence * generation.batch_size
+        out["decode_compute_floor_s"] = per_step / peak
+    out["decode_floor_share"] = max(out.values()) / p50
     return out

@@ -28,8 +28,8 @@ __all__ = [
 
 REFERENCE = "PyTorch fp32 eager on the CPU, same weights and inputs"
 GENERATION_REFERENCE = (
-    "PyTorch fp32 eager on the CPU, same weights and prompt: its greedy tokens, position by "
-    "position, and its logits for the first token"
+    "PyTorch fp32 eager on the CPU, same weights and prompt: its greedy tokens, each step "
+    "predicted in its context, and its logits for the first token"
 )
 
 
@@ -95,21 +95,28 @@ def compare_outputs(
 
 
 def compare_generations(
-    reference: dict[str, torch.Tensor], tokens: torch.Tensor, first_logits: torch.Tensor
+    reference: dict[str, torch.Tensor],
+    predicted: torch.Tensor,
+    first_logits: torch.Tensor,
+    free: torch.Tensor | None = None,
 ) -> dict[str, Any]:
-    """A generation against the fp32 one: the share of generated token ids equal to fp32's at
-    the same position (as `top1_agreement`: each is the top-1 of the vocabulary), the median
-    count of a sequence's leading tokens that agree (once one differs, the rest follow another
-    text), and the first token's logits as `compare_outputs` compares outputs."""
+    """A generation against the fp32 one. `predicted` holds the variant's token at each
+    position when fed fp32's tokens (teacher forcing): the share equal to fp32's is its
+    `top1_agreement` (each is the top-1 of the vocabulary), free of the cascade a free-running
+    text has after its first difference. `free`, the variant's own free-running tokens, gives
+    the median count of a sequence's leading tokens that agree, as information. The first
+    token's logits are compared as `compare_outputs` compares outputs."""
     out = compare_outputs(reference["logits"], first_logits, classifier=True)
-    same = tokens.cpu() == reference["tokens"]
-    leading = [int(row.int().cumprod(0).sum()) for row in same]
+    same = predicted.cpu() == reference["tokens"]
     out.update(
         reference=GENERATION_REFERENCE,
         token_ids=True,
         first_token_agreement=out.pop("top1_agreement"),
         top1_agreement=float(same.float().mean()),
         samples=int(same.numel()),
-        agreeing_prefix=float(statistics.median(leading)),
     )
+    if free is not None:
+        agree = free.cpu() == reference["tokens"]
+        leading = [int(row.int().cumprod(0).sum()) for row in agree]
+        out["agreeing_prefix"] = float(statistics.median(leading))
     return out

@@ -107,17 +107,25 @@ class Analyzer:
 
     def _generation(self, result: Result, workload: Workload, device: Device) -> Result:
         """A generation's bandwidth share and prefill MFU (analysis/bandwidth)."""
-        from .bandwidth import count_prefill_flops, generation_figures
+        from .bandwidth import generation_figures
 
         found, spec = result.facts.generation, result.spec
         if found is None or not isinstance(workload, LanguageModel):
             return result
-        key = (spec.workload, f"prefill {found.prompt_length}")
-        if key not in self._flops:
-            self._flops[key] = count_prefill_flops(workload, found.prompt_length)
-        figures = generation_figures(found, spec.precision, self.peaks(device), self._flops[key])
+        # a one-token forward is the decode step's work but its attention over the cache
+        prefill, decode = (self._forward_flops(workload, n) for n in (found.prompt_length, 1))
+        figures = generation_figures(found, spec.precision, self.peaks(device), prefill, decode)
         group = {**result.metrics[keys.GENERATION], **figures}
         return replace(result, metrics={**result.metrics, keys.GENERATION: group})
+
+    def _forward_flops(self, workload: LanguageModel, length: int) -> float | None:
+        """A language model's forward FLOPs over `length` tokens, counted once per run."""
+        from .bandwidth import count_prefill_flops
+
+        key = (workload.name, f"prefill {length}")
+        if key not in self._flops:
+            self._flops[key] = count_prefill_flops(workload, length)
+        return self._flops[key]
 
     def _figures(
         self,

@@ -13,9 +13,19 @@ per byte moved) against the device's ridge point (peak FLOP/s over bandwidth).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Timing", "Verdict", "judge", "LAUNCH_GROWTH_FRACTION", "COMPUTE_MFU"]
+if TYPE_CHECKING:
+    from ..core.metrics import Generation
+
+__all__ = [
+    "COMPUTE_MFU",
+    "LAUNCH_GROWTH_FRACTION",
+    "Timing",
+    "Verdict",
+    "decode_verdict",
+    "judge",
+]
 
 # Launch-bound when the time grew by less than this fraction of what proportional scaling
 # would add (with 4x the batch: under 1.3x the time). Seen on an H200: seed-cnn 1.04x to 1.11x
@@ -208,3 +218,35 @@ def _fewer_bytes(t: Timing) -> str:
     low = [p for p in t.faster_precisions if p in ("bf16", "fp16")][:1]
     layout = ["channels_last"] if t.channels_last else []
     return ", ".join([*low, *layout, "fusion by torch.compile"])
+
+
+# A decode step within twice its floor is bound by what sets the floor; one that takes three
+# times its floor or more spends most of its time elsewhere (between: undetermined).
+BOUND_SHARE, HOST_SHARE = 0.5, 1 / 3
+
+
+def decode_verdict(generation: Generation) -> str:
+    """What bounds the decode step, from its floors; "" where they are not known."""
+    share = generation.decode_floor_share
+    if share is None:
+        return ""
+    memory = generation.decode_memory_floor_s or 0.0
+    compute = generation.decode_compute_floor_s or 0.0
+    bound = "memory bandwidth" if memory >= compute else "compute"
+    floor = f"the {bound} floor is {share:.0%} of the median step"
+    if share >= BOUND_SHARE:
+        return f"decode is bound by {bound}: {floor}"
+    if share <= HOST_SHARE:
+        text = (
+            f"decode is bound by neither memory nor compute: {floor}; the rest is the host "
+            "(Python, kernel launches, the synchronization each token) or kernels far from "
+            "the peaks"
+        )
+        if generation.graph_breaks is None:  # eager decode steps
+            return text + (
+                ". A static KV cache with torch.compile (reduce-overhead: CUDA graphs) cuts "
+                "the host's launches"
+            )
+        return text
+
+    return f"decode bound undetermined: {floor}, between {HOST_SHARE:.0%} and {BOUND_SHARE:.0%}"

@@ -37,7 +37,7 @@ class Phases:
     prefill_s: float
     token_s: tuple[float, ...]  # new_tokens - 1 decode steps
     tokens: torch.Tensor  # (batch, new_tokens) token ids
-    first_logits: torch.Tensor  # (batch, vocabulary): the prefill's, for drift
+    first_logits: torch.Tensor | None = None  # (batch, vocabulary): the prefill's, if forced
 
 
 def generate_once(
@@ -48,6 +48,7 @@ def generate_once(
     clock: Clock = time.perf_counter,
     cache: Any = None,
     decode: Callable[..., Any] | None = None,
+    forced: torch.Tensor | None = None,
 ) -> Phases:
     """Greedy decoding of exactly `new_tokens` tokens after `prompt` (no end token stops it):
     the prefill makes the first, each decode step one more from the last logits' argmax. The
@@ -55,28 +56,33 @@ def generate_once(
 
     A `cache` given (a static one) is reset first, outside the timed phases; else the prefill
     makes a new one. `decode` is the forward of the decode steps where it is not the model's
-    (a compiled one); the prefill runs the model's own, as `generate()` does."""
+    (a compiled one); the prefill runs the model's own, as `generate()` does. With `forced`
+    token ids (batch, new_tokens), each step is fed forced's token rather than its own last
+    (teacher forcing, for drift: every prediction is made in the reference's context); the
+    tokens returned are still its own predictions, and the first logits are kept."""
     position = torch.arange(prompt.shape[1], device=prompt.device)
     if cache is not None:
         cache.reset()
     synchronize()  # nothing of this before the prefill's clock starts
     start = clock()
     logits, cache = forward_with_cache(model, prompt, cache, position)
-    first_logits = logits
     token = logits.argmax(dim=-1, keepdim=True)
     synchronize()
     before = clock()
+    # a view would keep the whole prefill's logits alive (a model without logits_to_keep)
+    first = logits.clone() if forced is not None else None
     prefill_s, made, steps = before - start, [token], []
-    for _ in range(new_tokens - 1):
+    for i in range(new_tokens - 1):
         position = position[-1:] + 1  # on the device: no copy from the host each step
-        logits, cache = forward_with_cache(model, token, cache, position, decode)
+        fed = token if forced is None else forced[:, i : i + 1]
+        logits, cache = forward_with_cache(model, fed, cache, position, decode)
         token = logits.argmax(dim=-1, keepdim=True)
         made.append(token)
         synchronize()
         now = clock()
         steps.append(now - before)
         before = now
-    return Phases(prefill_s, tuple(steps), torch.cat(made, dim=1), first_logits)
+    return Phases(prefill_s, tuple(steps), torch.cat(made, dim=1), first)
 
 
 @dataclass
@@ -93,6 +99,7 @@ class GenerationLog:
     # A static cache's allocated positions: its attention reads all of them at every step
     # (masked), not the current length. None: a dynamic cache.
     static_length: int | None = None
+    compiled: bool = False  # the decode steps run a compiled forward
     prefill_s: list[float] = field(default_factory=list)
     token_s: list[tuple[float, ...]] = field(default_factory=list)
     generated_tokens: int = 0
@@ -116,8 +123,12 @@ class GenerationLog:
             "prefill_s": prefill,
             "decode_s": decode,
             "token_s": [list(steps) for steps in tokens],  # the raw samples of each step
+            **(_compile_counters() if self.compiled else {}),
             "weight_bytes": self.weight_bytes,
-            "kv_cache_bytes": int(self._kv(self.prompt_length + self.new_tokens - 1)),
+            # the cache at the end: a static one is allocated whole from the start
+            "kv_cache_bytes": int(
+                self._kv(self.static_length or self.prompt_length + self.new_tokens - 1)
+            ),
         }
         if every:
             p50 = statistics.median(every)
@@ -162,6 +173,7 @@ def generation_step(prep: Prepared, clock: Clock = time.perf_counter) -> Callabl
         # the cache holds what the layers compute: autocast's dtype, else the weights'
         cache_dtype_bytes=_element_size(prep.autocast_dtype or weights[0].dtype),
         static_length=_static_length(prep.kv_cache),
+        compiled=prep.decode is not None,
     )
     prep.info[keys.GENERATION] = log
     prompt, new_tokens, synchronize = prep.batch[0], spec.new_tokens, prep.device.synchronize
@@ -177,43 +189,70 @@ def generation_step(prep: Prepared, clock: Clock = time.perf_counter) -> Callabl
 
 
 def generation_drift(prep: Prepared, seed: int = 0) -> dict[str, Any]:
-    """One more generation of this configuration against fp32 eager's on the CPU, from the
-    same weights and prompt (`build` seeds both with `seed`): tokens and first logits."""
+    """This configuration's generation against fp32 eager's on the CPU, from the same weights
+    and prompt (`build` seeds both with `seed`). Each step's prediction is compared in fp32's
+    context (fed fp32's tokens): once one token differs, a free-running text goes another way,
+    and every later position would count as a difference the variant did not make. One free
+    generation too gives the leading tokens that agree, as information."""
     spec, workload = prep.spec, prep.workload
     assert isinstance(workload, LanguageModel) and spec.new_tokens and spec.prompt_length
+    key = f"generate-b{spec.batch_size}-p{spec.prompt_length}-n{spec.new_tokens}-s{seed}"
+    reference = cached(key, lambda: _reference_generation(workload, spec, seed))
+    forced, free = (
+        _generate(prep, spec.new_tokens, reference["tokens"].to(prep.batch[0].device)),
+        _generate(prep, spec.new_tokens, None),
+    )
+    assert forced.first_logits is not None
+    return compare_generations(reference, forced.tokens, forced.first_logits, free.tokens)
+
+
+def _generate(prep: Prepared, new_tokens: int, forced: torch.Tensor | None) -> Phases:
     with torch.inference_mode(), prep.autocast():
-        phases = generate_once(
+        return generate_once(
             prep.model,
             prep.batch[0],
-            spec.new_tokens,
+            new_tokens,
             prep.device.synchronize,
             cache=prep.kv_cache,
             decode=prep.decode,
+            forced=forced,
         )
-    key = f"generate-b{spec.batch_size}-p{spec.prompt_length}-n{spec.new_tokens}-s{seed}"
-    reference = cached(key, lambda: _reference_generation(workload, spec, seed))
-    return compare_generations(reference, phases.tokens, phases.first_logits)
 
 
 def _reference_generation(workload: LanguageModel, spec: Any, seed: int) -> dict[str, Any]:
     torch.manual_seed(seed)  # as build() does: the same weights, then the same prompt
     model = workload.build_model().eval()
-    prompt = workload.prompt(
-        torch.Generator().manual_seed(seed), spec.batch_size, spec.prompt_length
-    )
+    generator = torch.Generator().manual_seed(seed)
+    prompt = workload.prompt(generator, spec.batch_size, spec.prompt_length)
     with torch.inference_mode():
         phases = generate_once(model, prompt, spec.new_tokens, lambda: None)
-    return {"tokens": phases.tokens, "logits": phases.first_logits.float()}
+        first_logits = forward_with_cache(model, prompt, None)[0]  # the prefill's, once more
+    return {"tokens": phases.tokens, "logits": first_logits.float()}
 
 
 def _static_length(cache: Any) -> int | None:
     """The positions a static cache holds: its max_cache_len, by the name transformers gives
-    it (get_max_length from 5.2x, get_max_cache_shape before)."""
+    it (get_max_length from 5.2x, get_max_cache_shape before); None without a cache."""
+    if cache is None:
+        return None
     for name in ("get_max_length", "get_max_cache_shape"):
         if callable(read := getattr(cache, name, None)):
             found = int(read())
-            return found if found > 0 else None  # -1: no maximum (a dynamic cache)
-    return None
+            if found > 0:  # -1: no maximum (a dynamic cache)
+                return found
+    raise RuntimeError(f"{type(cache).__name__} does not say how many positions it holds")
+
+
+def _compile_counters() -> dict[str, Any]:
+    """What torch.compile did in this process, so that a row labelled compiled says whether
+    its decode step ran as one graph: graph breaks, and CUDA graphs skipped (reduce-overhead
+    falls back to the compiled kernels alone, silently, for a step it cannot capture)."""
+    from torch._dynamo.utils import counters
+
+    return {
+        "graph_breaks": int(sum(counters["graph_break"].values())),
+        "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"]),
+    }
 
 
 def _element_size(dtype: torch.dtype) -> int:

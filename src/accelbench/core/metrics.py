@@ -706,6 +706,8 @@ class Generation:
     kv_read_positions: float | None = None  # the positions it reads, on average
     static_cache: bool = False  # a static cache: every step reads all its positions
     token_s: tuple[tuple[float, ...], ...] = ()  # per timed sample: each decode step's seconds
+    graph_breaks: int | None = None  # a compiled decode step: torch.compile's graph breaks
+    cudagraph_skips: int | None = None  # and the CUDA graphs it could not capture
     kv_cache_bytes: int | None = None  # the KV cache at the end of the generation
     achieved_bandwidth: float | None = None  # bytes per decode step / token_p50_s, B/s
     peak_bandwidth: float | None = None  # B/s
@@ -715,6 +717,10 @@ class Generation:
     prefill_achieved_flops: float | None = None  # FLOP/s
     peak_flops: float | None = None  # FLOP/s for the precision
     prefill_mfu: float | None = None
+    # the least time a decode step could take at the device's peaks (analysis/bandwidth)
+    decode_memory_floor_s: float | None = None
+    decode_compute_floor_s: float | None = None
+    decode_floor_share: float | None = None  # the larger floor over the median step
 
     @property
     def decode_steps(self) -> int:

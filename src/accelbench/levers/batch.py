@@ -30,6 +30,7 @@ class LargerBatch(Lever):
     default = 0  # the batch asked for
     offered = True
     opt_in = ("batch",)  # it changes what is optimized: only when asked for
+    generates = True  # more sequences per decode step: the weights are read once for all
 
     def parse(self, word: str) -> Value:
         from .threads import positive_count

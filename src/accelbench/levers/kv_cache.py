@@ -58,8 +58,8 @@ class KVCache(Lever):
         length = (spec.prompt_length or 0) + (spec.new_tokens or 0)
         return [
             f"cache = transformers.StaticCache(config=model.config, max_cache_len={length})",
-            "# pass cache=cache (past_key_values= before transformers 5.2x) to every forward;"
-            " cache.reset() before each generation",
+            "# pass cache=cache (past_key_values= before transformers 5.2x, with "
+            "cache_position=) to every forward; cache.reset() before each generation",
         ]
 
     def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:

@@ -75,7 +75,12 @@ def throughput_chart(results: Sequence[Result]) -> bytes | None:
             return median, median, median
         return median, low * per, high * per
 
-    return _panels("throughput (samples/s), median and 95% CI", ok, bar)
+    unit = (
+        "samples/s; tokens/s for generate"
+        if any(r.spec.mode == "generate" for r in ok)
+        else "samples/s"
+    )
+    return _panels(f"throughput ({unit}), median and 95% CI", ok, bar)
 
 
 def memory_chart(results: Sequence[Result]) -> bytes | None:

@@ -56,7 +56,11 @@ _WORDS = (
         "synchronized at each it's boundaries); an it is the workload's steps on one batch",
     ),
     ("95% CI", "the distribution-free 95% confidence interval of that median"),
-    ("samples/s", "the median it/s times the samples in an it"),
+    (
+        "samples/s",
+        "the median it/s times the samples in an it; for generate rows, tokens/s: an it is "
+        "one generation of batch x new tokens",
+    ),
     (
         "vs CPU",
         "the ratio of median samples/s against the same configuration on the CPU of the "

@@ -37,7 +37,9 @@ def markdown_report(results: Sequence[Result]) -> str:
         "\nit/s: median over timed its; 95% CI of the median (distribution-free); "
         f"{LATENCY_HEADER}: per-request latency, the configuration at batch 1 with each step "
         f"timed alone (p99 needs {P99_MIN_SAMPLES} steps); "
-        "vs CPU: ratio of median samples/s with a bootstrap 95% CI, (n.s.) = not significant. "
+        "samples/s: median it/s x samples in an it (for generate, tokens: batch x new "
+        "tokens); vs CPU: ratio of median samples/s with a bootstrap 95% CI, (n.s.) = not "
+        "significant. "
         "Made by accelbench."
     )
     return "\n".join(lines) + "\n"

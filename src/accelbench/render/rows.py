@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from ..analysis.compare import Row
 from ..core.metrics import P99_MIN_SAMPLES, Latency
 from ..core.result import Result
+from ..core.vocab import GENERATE
 from ..levers import label
 from .text import format_seconds, interval, number
 
@@ -18,6 +19,7 @@ __all__ = [
     "latency_cell",
     "latency_percentiles",
     "row_cells",
+    "samples_cell",
 ]
 
 # The columns every table of measured results starts from (the stored list adds its own)
@@ -38,10 +40,16 @@ def row_cells(row: Row) -> list[str]:
         label(r.spec),
         number(m.rate.median),  # as the console prints it: 13,645, not 1.364e+04
         interval(m.rate),
-        f"{r.samples_per_second or 0:,.0f}",
+        samples_cell(r),
         latency_cell(r),
         versus,
     ]
+
+
+def samples_cell(r: Result) -> str:
+    """The samples/s cell; a generation's samples are its tokens, and the cell says so."""
+    unit = " tokens/s" if r.spec.mode == GENERATE else ""
+    return f"{r.samples_per_second or 0:,.0f}{unit}"
 
 
 def latency_percentiles(found: Latency) -> tuple[str, str, str]:

@@ -38,6 +38,10 @@ __all__ = ["Ladder", "OptimizeRequest", "Searched", "plan_ladder", "run_ladder"]
 DEFAULT_SECONDS = 2.0
 DEFAULT_BUDGET = 300.0  # the whole search: a coffee break
 SAMPLES_FOR_CI = 6  # the fewest for a distribution-free 95% CI of the median
+# Timed seconds after which a variant stops short of those six samples: one far slower than
+# its peers (fp16 on a CPU without fp16 units: 40 s a gpt2 generation, 270 s for six) must not
+# eat the budget; its interval, from fewer samples, says what they can tell.
+SAMPLE_CAP_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,12 @@ def plan_ladder(request: OptimizeRequest) -> Ladder:
         stop = StopRule(blocks=request.epochs, warmup=request.warmup)
     else:
         seconds = request.max_time or DEFAULT_SECONDS
-        stop = StopRule(max_time=seconds, warmup=request.warmup, min_samples=SAMPLES_FOR_CI)
+        stop = StopRule(
+            max_time=seconds,
+            warmup=request.warmup,
+            min_samples=SAMPLES_FOR_CI,
+            time_cap=max(SAMPLE_CAP_S, 15 * seconds),
+        )
     if request.mode == GENERATE:  # each generation is synchronized at every token: its own sample
         stop = replace(stop, min_sample_s=0.0)
     if not request.budget > 0:

@@ -271,7 +271,11 @@ class Search:
         if gain is not None and gain.low > 1.0:
             trial.outcome = f"kept: {gain.text()} over {reference.rung.name}"
             return True
-        verdict = "slower than" if gain and gain.high < 1.0 else "within noise of"
+        verdict = (
+            "undetermined against"
+            if gain and gain.no_interval
+            else ("slower than" if gain and gain.high < 1.0 else "within noise of")
+        )
         trial.outcome = (
             f"left out: {verdict} {reference.rung.name} ({gain.text() if gain else '—'})"
         )
@@ -352,6 +356,8 @@ class Search:
             return ""
         if gain.low > 1.0:
             return f"pays alone: {gain.text()}"
+        if gain.no_interval:  # no noise to be within: too few samples to tell anything
+            return f"undetermined: {gain.text()}"
         return f"{'slower' if gain.high < 1.0 else 'within noise'}: {gain.text()}"
 
 

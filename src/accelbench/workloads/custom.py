@@ -187,6 +187,8 @@ class ModuleWorkload(Workload):
 class CausalLMWorkload(LanguageModel):
     """Your transformers causal LM from a factory, fed random token ids from its vocabulary."""
 
+    attention = ""  # whatever it was built or loaded with: the search offers sdpa and eager
+
     def __init__(
         self, ref: str, factory: Callable[[], nn.Module], config: Any, options: ModelOptions
     ) -> None:

@@ -77,9 +77,10 @@ def _drift_words(tolerance: Tolerance, generates: bool) -> str:
     if generates:
         return (
             "drift: each variant's greedy tokens against fp32 eager's on the CPU (same weights "
-            "and prompt), position by position, and its first token's logits; tolerance: "
-            f"their max relative error {tolerance.max_rel_error:g}, {tolerance.min_top1:.0%} "
-            "of the tokens or more agreeing"
+            "and prompt), each step fed fp32's tokens so that one difference does not change "
+            "the rest, and its first token's logits; tolerance: their max relative error "
+            f"{tolerance.max_rel_error:g}, {tolerance.min_top1:.0%} of the tokens or more "
+            "agreeing"
         )
     return (
         f"drift: outputs against the fp32 model's on the benchmark's batch (same weights); "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...analysis.verdict import decode_verdict
 from ...core.metrics import (
     CoreMLFacts,
     Drift,
@@ -142,6 +143,13 @@ def generation_notes(g: Generation) -> list[str]:
         )
     if g.bytes_per_token is not None and g.achieved_bandwidth is not None:
         notes.append(_bandwidth_note(g, g.bytes_per_token, g.achieved_bandwidth))
+    if verdict := decode_verdict(g):
+        notes.append(verdict)
+    if g.graph_breaks is not None:
+        notes.append(
+            f"compiled decode step: {g.graph_breaks} graph break(s), CUDA graphs skipped "
+            f"{g.cudagraph_skips or 0} time(s) in this process"
+        )
     if g.prefill_flops is not None and g.prefill_achieved_flops is not None:
         text = (
             f"prefill {number(g.prefill_flops / 1e9)} GFLOP at "
