@@ -58,7 +58,10 @@ def test_benchmark_runs_each_configuration_in_a_worker_and_stores_it(tmp_path):
         ({"modes": ("eval",)}, "unknown modes 'eval'; valid: train, infer"),
         ({"precisions": ("fp64",)}, "precision: invalid value 'fp64'; valid: fp32, tf32"),
         ({"backends": ("tvm",)}, "unknown backends 'tvm'; valid: torch, onnxruntime,"),
-        ({"warp": (1,)}, "unknown lever 'warp'; valid: precision, channels_last, compile,"),
+        (
+            {"warp": (1,)},
+            "unknown lever 'warp'; valid: precision, channels_last, attention, kv_cache, compile,",
+        ),
     ],
 )
 def test_benchmark_refuses_unknown_words_before_running(options, message):

@@ -158,3 +158,25 @@ def test_a_costly_alternative_is_left_out_when_the_budget_has_no_room_for_it():
 def test_a_failed_baseline_ends_the_search():
     outcome, bench = _search(SEED, "train", lambda spec: None)
     assert len(outcome.trials) == 1 and not outcome.trials[0].measured
+
+
+def test_an_emulated_precision_is_tried_last_and_only_where_the_budget_holds_it():
+    from dataclasses import replace
+
+    from accelbench.levers import find_lever
+
+    cpu = replace(
+        GPU, name="cpu", kind="cpu",
+        dtypes=devices.DtypeSupport(fp16=True, bf16=True, tf32=False, emulated=("fp16",)),
+    )  # fmt: skip
+    base = make_spec(SEED, cpu, mode="infer")
+    costs = {v.name: v.cost for v in find_lever("precision").variants(base, cpu, SEED)}
+    assert costs == {"fp16": 10.0, "bf16": 1.0}
+    bench = FakeBench(lambda spec: 10.0, seconds=10.0)
+    search = Search(
+        base, cpu, SEED, ("precision",), Tolerance(), bench.measure, lambda spec: None,
+        Budget(60.0, bench.clock),
+    )  # fmt: skip
+    outcome = search.run()
+    assert [t.rung.name for t in outcome.trials] == ["fp32 eager", "bf16"]
+    assert ("fp16", "budget: expected about 100 s, 40 s left") in outcome.not_tried

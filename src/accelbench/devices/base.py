@@ -38,6 +38,9 @@ class DtypeSupport:
     fp16: bool
     bf16: bool
     tf32: bool
+    # Those it runs without arithmetic of its own (a CPU without fp16 or bf16 instructions):
+    # correct, and many times slower than fp32.
+    emulated: tuple[str, ...] = ()
 
     def names(self) -> list[str]:
         return ["fp32"] + [name for name in ("tf32", "fp16", "bf16") if getattr(self, name)]

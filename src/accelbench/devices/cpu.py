@@ -12,6 +12,7 @@ import torch
 from .base import Device, DeviceBackend, DtypeSupport, MemoryReading
 from .host import (
     cpu_has_native_bf16,
+    cpu_has_native_fp16,
     cpu_model,
     peak_rss_resettable,
     physical_memory,
@@ -55,11 +56,18 @@ class CpuBackend(DeviceBackend):
             ("threads", str(torch.get_num_threads())),
             ("vector ISA", torch.backends.cpu.get_cpu_capability()),
             ("native bf16", "yes" if cpu_has_native_bf16() else "no (emulated, slow)"),
+            ("native fp16", "yes" if cpu_has_native_fp16() else "no (emulated, slow)"),
         )
+        native = {"fp16": cpu_has_native_fp16(), "bf16": cpu_has_native_bf16()}
         device = self.available_device(
             model=cpu_model(),
             total_memory=physical_memory(),
-            dtypes=DtypeSupport(fp16=True, bf16=True, tf32=False),
+            dtypes=DtypeSupport(
+                fp16=True,
+                bf16=True,
+                tf32=False,
+                emulated=tuple(name for name, has in native.items() if not has),
+            ),
             details=details,
         )
         return [device]

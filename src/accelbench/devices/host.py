@@ -14,6 +14,7 @@ import sys
 
 __all__ = [
     "cpu_has_native_bf16",
+    "cpu_has_native_fp16",
     "cpu_model",
     "macos_major",
     "peak_rss_resettable",
@@ -55,6 +56,14 @@ def cpu_has_native_bf16() -> bool:
     if platform.machine() == "arm64" and sys.platform == "darwin":
         return True  # Apple M2 and later have bf16 instructions; M1 emulates (close enough here)
     return bool(_cpu_flags() & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def cpu_has_native_fp16() -> bool:
+    """Whether the CPU has fp16 arithmetic (AVX512-FP16, AMX-FP16; Arm's is in every Apple
+    core): without it PyTorch computes fp16 through conversions, far slower than fp32."""
+    if platform.machine() in ("arm64", "aarch64"):
+        return "fphp" in _cpu_flags() or sys.platform == "darwin"
+    return bool(_cpu_flags() & {"avx512_fp16", "amx_fp16"})
 
 
 def physical_memory() -> int | None:

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from ..workloads import Workload
 
 LOW = ("tf32", "fp16", "bf16")  # what the ladder tries against fp32, where the device runs it
+# An emulated precision (fp16 on a CPU without fp16 instructions) ran 14x slower than fp32 for
+# gpt2 generation on a 2-core EPYC (BENCHMARKS.md): the search tries it last, where its budget
+# still holds ten times the baseline's wall time.
+EMULATED_COST = 10.0
 _AUTOCAST = {"fp16": "float16", "bf16": "bfloat16"}
 
 
@@ -112,13 +116,17 @@ class Precision(Lever):
         return ("precision", "int8")
 
     def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
-        return [Variant(p, self.assign(base, p), "precision") for p in low_precisions(device)]
+        return [self._variant(base, p, device) for p in low_precisions(device)]
+
+    def _variant(self, spec: RunSpec, precision: str, device: Device) -> Variant:
+        cost = EMULATED_COST if precision in device.dtypes.emulated else 1.0
+        return Variant(precision, self.assign(spec, precision), "precision", cost=cost)
 
     def alternatives(self, spec: RunSpec, device: Device, workload: Workload) -> list[Variant]:
         """The other low precisions on a finished stack: alone fp16 can beat bf16 and lose
         to it once compiled (resnet50 on an H200: fp16's GradScaler checks the host each step)."""
         others = [p for p in low_precisions(device) if p != spec.precision]
-        return [Variant(p, self.assign(spec, p), "precision") for p in others]
+        return [self._variant(spec, p, device) for p in others]
 
     def pays_with(self, stack: RunSpec) -> str:
         if stack.lever("cuda_graphs", False) or stack.lever("compile", "") == "reduce-overhead":
