@@ -95,6 +95,7 @@ class Variant:
     group: str
     late: bool = False
     cost: float = 1.0
+    costly: str = ""  # why its cost is above 1, for the search's "not tried: budget"
 
 
 class Lever:

@@ -112,5 +112,6 @@ class Compile(Lever):
                 self.assign(spec, "max-autotune-no-cudagraphs"),
                 "autotune",
                 cost=AUTOTUNE_COST,
+                costly="max-autotune searches kernels for minutes",
             ),
         ]

@@ -7,6 +7,7 @@ Its value is `RunSpec.precision`, a field of its own (every backend reads it), n
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..core.result import PRECISIONS, RunSpec, Value
@@ -49,8 +50,6 @@ class Precision(Lever):
         return spec.precision
 
     def assign(self, spec: RunSpec, value: Value) -> RunSpec:
-        from dataclasses import replace
-
         return replace(spec, precision=str(value))
 
     def active(self, spec: RunSpec) -> bool:
@@ -119,8 +118,11 @@ class Precision(Lever):
         return [self._variant(base, p, device) for p in low_precisions(device)]
 
     def _variant(self, spec: RunSpec, precision: str, device: Device) -> Variant:
-        cost = EMULATED_COST if precision in device.dtypes.emulated else 1.0
-        return Variant(precision, self.assign(spec, precision), "precision", cost=cost)
+        variant = Variant(precision, self.assign(spec, precision), "precision")
+        if precision not in device.dtypes.emulated:
+            return variant
+        why = f"{device.name} has no {precision} instructions: PyTorch emulates it, slowly"
+        return replace(variant, cost=EMULATED_COST, costly=why)
 
     def alternatives(self, spec: RunSpec, device: Device, workload: Workload) -> list[Variant]:
         """The other low precisions on a finished stack: alone fp16 can beat bf16 and lose

@@ -202,7 +202,7 @@ class Search:
                     continue
                 name = stack_name(v.spec, self.base)
                 why = f"another {lever.title} on the finished stack"
-                alternative = Variant(name, v.spec, v.group, cost=v.cost)
+                alternative = replace(v, name=name, late=False)
                 trial = self._try_variant(alternative, ALTERNATIVE, why, stack)
                 if trial is not None and self._keep(trial, stack):
                     stack = trial
@@ -303,10 +303,16 @@ class Search:
     # --- measuring --------------------------------------------------------------------------
     def _try_variant(self, v: Variant, phase: str, why: str, ref: Trial) -> Trial | None:
         rung = Rung(v.name, v.spec, v.group, v.late, offered=phase == OFFER)
-        return self._try_spec(rung, phase, why, ref, v.cost)
+        return self._try_spec(rung, phase, why, ref, v.cost, v.costly)
 
     def _try_spec(
-        self, rung: Rung, phase: str, why: str, ref: Trial, cost: float = 1.0
+        self,
+        rung: Rung,
+        phase: str,
+        why: str,
+        ref: Trial,
+        cost: float = 1.0,
+        costly: str = "",
     ) -> Trial | None:
         reason = self.check(rung.spec)
         if reason:
@@ -314,8 +320,9 @@ class Search:
             return None
         left = self.budget.left()
         if cost > 1.0 and cost * ref.wall_s > left:
+            expected = f"{cost * ref.wall_s:.0f} s" + (f" ({costly})" if costly else "")
             self.out.not_tried.append(
-                (rung.name, f"budget: expected about {cost * ref.wall_s:.0f} s, {left:.0f} s left")
+                (rung.name, f"budget: expected about {expected}, {left:.0f} s left")
             )
             return None
         trial = self._try(rung, phase, why)
