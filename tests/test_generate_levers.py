@@ -193,7 +193,9 @@ def test_a_compiled_decode_on_a_static_cache_drifts_not_at_all(cpu, tiny):
     assert prep.decode is not None and prep.kv_cache is not None
     found = generation_drift(prep)
     assert found["top1_agreement"] == 1.0 and found["agreeing_prefix"] == 6.0
-    assert found["max_rel_error"] == 0.0  # the prefill runs eagerly: the same first logits
+    # the prefill runs eagerly, so the first logits are those of the static cache's prefill,
+    # which attends over its masked spare positions too: fp32's within rounding
+    assert found["max_rel_error"] < 1e-5
 
 
 def test_a_real_static_cache_says_its_length(tiny):

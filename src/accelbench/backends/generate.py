@@ -49,6 +49,7 @@ def generate_once(
     cache: Any = None,
     decode: Callable[..., Any] | None = None,
     forced: torch.Tensor | None = None,
+    keep_logits: bool = False,
 ) -> Phases:
     """Greedy decoding of exactly `new_tokens` tokens after `prompt` (no end token stops it):
     the prefill makes the first, each decode step one more from the last logits' argmax. The
@@ -59,7 +60,8 @@ def generate_once(
     (a compiled one); the prefill runs the model's own, as `generate()` does. With `forced`
     token ids (batch, new_tokens), each step is fed forced's token rather than its own last
     (teacher forcing, for drift: every prediction is made in the reference's context); the
-    tokens returned are still its own predictions, and the first logits are kept."""
+    tokens returned are still its own predictions. The first logits are kept when forced or
+    `keep_logits`."""
     position = torch.arange(prompt.shape[1], device=prompt.device)
     if cache is not None:
         cache.reset()
@@ -70,11 +72,12 @@ def generate_once(
     synchronize()
     before = clock()
     # a view would keep the whole prefill's logits alive (a model without logits_to_keep)
-    first = logits.clone() if forced is not None else None
+    first = logits.clone() if forced is not None or keep_logits else None
     prefill_s, made, steps = before - start, [token], []
     for i in range(new_tokens - 1):
         position = position[-1:] + 1  # on the device: no copy from the host each step
-        fed = token if forced is None else forced[:, i : i + 1]
+        # contiguous, as the timed steps' tokens are: a compiled step guards on strides
+        fed = token if forced is None else forced[:, i : i + 1].contiguous()
         logits, cache = forward_with_cache(model, fed, cache, position, decode)
         token = logits.argmax(dim=-1, keepdim=True)
         made.append(token)
@@ -225,9 +228,9 @@ def _reference_generation(workload: LanguageModel, spec: Any, seed: int) -> dict
     generator = torch.Generator().manual_seed(seed)
     prompt = workload.prompt(generator, spec.batch_size, spec.prompt_length)
     with torch.inference_mode():
-        phases = generate_once(model, prompt, spec.new_tokens, lambda: None)
-        first_logits = forward_with_cache(model, prompt, None)[0]  # the prefill's, once more
-    return {"tokens": phases.tokens, "logits": first_logits.float()}
+        phases = generate_once(model, prompt, spec.new_tokens, lambda: None, keep_logits=True)
+    assert phases.first_logits is not None
+    return {"tokens": phases.tokens, "logits": phases.first_logits.float()}
 
 
 def _static_length(cache: Any) -> int | None:

@@ -91,8 +91,8 @@ def _add_drift(optimize: argparse.ArgumentParser) -> None:
         type=positive,
         default=0.05,
         metavar="REL",
-        help="largest relative output error allowed, against the largest fp32 output "
-        "(default: 0.05)",
+        help="largest relative output error allowed, against the largest fp32 output; for "
+        "--mode generate, the first token's logits' (default: 0.05)",
     )
     optimize.add_argument(
         "--min-top1",
@@ -100,7 +100,8 @@ def _add_drift(optimize: argparse.ArgumentParser) -> None:
         default=0.95,
         metavar="FRACTION",
         help="for classifiers, the share of samples whose top-1 class must agree with fp32's; "
-        "for --mode generate, the share of generated tokens (default: 0.95, or 95%%)",
+        "for --mode generate, the share of token predictions equal to fp32's, each step fed "
+        "fp32's tokens (default: 0.95, or 95%%)",
     )
 
 

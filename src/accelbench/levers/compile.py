@@ -23,7 +23,10 @@ class Compile(Lever):
     name = "compile"
     title = "torch.compile"
     option = "--compile"
-    help = f"torch.compile: {', '.join(('off', *MODES))} (default: off)"
+    help = (
+        f"torch.compile: {', '.join(('off', *MODES))} (default: off); on --modes generate, "
+        "the decode step, with --kv-cache static"
+    )
     dimension = "compile"
     default = ""  # eager
     words = ("off", *MODES)
@@ -80,6 +83,11 @@ class Compile(Lever):
         if base.mode == GENERATE:
             return []  # the static KV cache's variant compiles it (levers/kv_cache)
         return [Variant("compile", self.assign(base, "default"), self.name)]
+
+    def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
+        if base.mode == GENERATE and group == self.name:
+            return "on generate it is tried with the static KV cache (the kv_cache group)"
+        return ""
 
     def pays_with(self, stack: RunSpec) -> str:
         if stack.lever("cuda_graphs", False):

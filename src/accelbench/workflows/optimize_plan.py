@@ -39,7 +39,7 @@ DEFAULT_SECONDS = 2.0
 DEFAULT_BUDGET = 300.0  # the whole search: a coffee break
 SAMPLES_FOR_CI = 6  # the fewest for a distribution-free 95% CI of the median
 # Timed seconds after which a variant stops short of those six samples: one far slower than
-# its peers (fp16 on a CPU without fp16 units: 40 s a gpt2 generation, 270 s for six) must not
+# its peers (fp16 on a CPU without fp16 units: 30 s a gpt2 generation, 14x fp32's) must not
 # eat the budget; its interval, from fewer samples, says what they can tell.
 SAMPLE_CAP_S = 30.0
 
