@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from ...analysis.compare import DEVICE, Change, Comparison
 from ...core.result import Result
+from ...core.vocab import GENERATE
 from ...levers import label
 from ..rows import RESULT_COLUMNS
 from ..text import interval, number
@@ -32,7 +33,7 @@ def results_table(results: Sequence[Result], width: int = 120) -> str:
             label(r.spec),
             number(m.rate.median) if m else "—",
             interval(m.rate) if m else "—",
-            number(m.rate.median * r.samples_per_block) if m else "—",
+            _samples(r) if m else "—",
             _status(r),
             r.environment.get("host", ""),
         )
@@ -76,7 +77,7 @@ def compare_table(comparison: Comparison, width: int = 120) -> str:
             row.value,
             number(m.rate.median),
             interval(m.rate),
-            number(m.rate.median * r.samples_per_block),
+            _samples(r),
             versus,
         )
     notes = [
@@ -118,3 +119,10 @@ def changes_table(changes: Sequence[Change], threshold: float, width: int = 120)
             verdict,
         )
     return render_table(table, [], width)  # compare refuses runs with nothing in common
+
+
+def _samples(r: Result) -> str:
+    """The samples/s cell; a generation's samples are its tokens, and the cell says so."""
+    assert r.measurement is not None
+    unit = " tokens/s" if r.spec.mode == GENERATE else ""
+    return number(r.measurement.rate.median * r.samples_per_block) + unit
