@@ -179,14 +179,9 @@ def generation_step(prep: Prepared, clock: Clock = time.perf_counter) -> Callabl
         compiled=prep.decode is not None,
     )
     prep.info[keys.GENERATION] = log
-    prompt, new_tokens, synchronize = prep.batch[0], spec.new_tokens, prep.device.synchronize
 
     def generate_step() -> None:
-        with torch.inference_mode(), prep.autocast():
-            phases = generate_once(
-                model, prompt, new_tokens, synchronize, clock, prep.kv_cache, prep.decode
-            )
-            log.add(phases)
+        log.add(_generate(prep, None, clock))
 
     return generate_step
 
@@ -201,21 +196,24 @@ def generation_drift(prep: Prepared, seed: int = 0) -> dict[str, Any]:
     assert isinstance(workload, LanguageModel) and spec.new_tokens and spec.prompt_length
     key = f"generate-b{spec.batch_size}-p{spec.prompt_length}-n{spec.new_tokens}-s{seed}"
     reference = cached(key, lambda: _reference_generation(workload, spec, seed))
-    forced, free = (
-        _generate(prep, spec.new_tokens, reference["tokens"].to(prep.batch[0].device)),
-        _generate(prep, spec.new_tokens, None),
-    )
+    forced = _generate(prep, reference["tokens"].to(prep.batch[0].device))
+    free = _generate(prep, None)
     assert forced.first_logits is not None
     return compare_generations(reference, forced.tokens, forced.first_logits, free.tokens)
 
 
-def _generate(prep: Prepared, new_tokens: int, forced: torch.Tensor | None) -> Phases:
+def _generate(
+    prep: Prepared, forced: torch.Tensor | None, clock: Clock = time.perf_counter
+) -> Phases:
+    """One generation of the configuration `prep` holds, as its timed step runs it."""
+    assert prep.spec.new_tokens
     with torch.inference_mode(), prep.autocast():
         return generate_once(
             prep.model,
             prep.batch[0],
-            new_tokens,
+            prep.spec.new_tokens,
             prep.device.synchronize,
+            clock,
             cache=prep.kv_cache,
             decode=prep.decode,
             forced=forced,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..core.result import RunSpec, Value
 from ..core.vocab import GENERATE
-from .base import Lever, Prepared, Variant, register
+from .base import Lever, Prepared, Variant, find_lever, register
 
 if TYPE_CHECKING:
     from ..devices import Device
@@ -68,8 +68,6 @@ class KVCache(Lever):
         as transformers' own compiled generate() does."""
         if base.mode != GENERATE:
             return []
-        from .base import find_lever
-
         mode = "reduce-overhead" if device.can_capture_graphs else "default"
         spec = find_lever("compile").assign(self.assign(base, "static"), mode)
         name = "static-cache + compile" + ("" if mode == "default" else f":{mode}")

@@ -20,6 +20,7 @@ __all__ = [
     "latency_percentiles",
     "row_cells",
     "samples_cell",
+    "samples_unit",
 ]
 
 # The columns every table of measured results starts from (the stored list adds its own)
@@ -47,9 +48,13 @@ def row_cells(row: Row) -> list[str]:
 
 
 def samples_cell(r: Result) -> str:
-    """The samples/s cell; a generation's samples are its tokens, and the cell says so."""
-    unit = " tokens/s" if r.spec.mode == GENERATE else ""
-    return f"{r.samples_per_second or 0:,.0f}{unit}"
+    """The samples/s cell of a report's row."""
+    return f"{r.samples_per_second or 0:,.0f}{samples_unit(r)}"
+
+
+def samples_unit(r: Result) -> str:
+    """What a samples/s cell adds: a generation's samples are its tokens, and it says so."""
+    return " tokens/s" if r.spec.mode == GENERATE else ""
 
 
 def latency_percentiles(found: Latency) -> tuple[str, str, str]:

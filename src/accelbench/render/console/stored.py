@@ -9,9 +9,8 @@ from collections.abc import Sequence
 
 from ...analysis.compare import DEVICE, Change, Comparison
 from ...core.result import Result
-from ...core.vocab import GENERATE
 from ...levers import label
-from ..rows import RESULT_COLUMNS
+from ..rows import RESULT_COLUMNS, samples_unit
 from ..text import interval, number
 from .table import new_table, render_table
 
@@ -122,7 +121,5 @@ def changes_table(changes: Sequence[Change], threshold: float, width: int = 120)
 
 
 def _samples(r: Result) -> str:
-    """The samples/s cell; a generation's samples are its tokens, and the cell says so."""
     assert r.measurement is not None
-    unit = " tokens/s" if r.spec.mode == GENERATE else ""
-    return number(r.measurement.rate.median * r.samples_per_block) + unit
+    return number(r.measurement.rate.median * r.samples_per_block) + samples_unit(r)
