@@ -3,6 +3,7 @@
 #   bash benchmarks/h200_l.sh eager     (writes $OUT/out_l_eager.tgz)
 #   bash benchmarks/h200_l.sh compiled  (writes $OUT/out_l_compiled.tgz)
 #   bash benchmarks/h200_l.sh optimize  (writes $OUT/out_l_optimize.tgz)
+#   bash benchmarks/h200_l.sh short     (compiled and optimize trimmed to one 10-minute call)
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 part=$1; W=/tmp/wl_$part; mkdir -p $W; export DB=$W/h200.db
 save() { tar czf $OUT/out_l_$part.tgz -C /tmp wl_$part; }
@@ -24,6 +25,12 @@ compiled)
   timed llama_sc timeout 260 python3 -m accelbench $GEN --batch-sizes 1,64 --kv-cache static \
     --compile reduce-overhead
   timed llama_attn timeout 100 python3 -m accelbench $GEN --batch-sizes 1 --attention eager ;;
+short)
+  timed ref_sc timeout 150 $REF --batches 1,64 --runs 5 --static-compile
+  timed llama_sc timeout 200 python3 -m accelbench ${GEN/--epochs 10/--epochs 5} --batch-sizes 1,64 \
+    --kv-cache static --compile reduce-overhead
+  timed optimize timeout 230 python3 -m accelbench optimize llama-1b --mode generate \
+    --device cuda --prompt-length 512 --new-tokens 128 --budget 200 --db $DB ;;
 optimize)
   timed optimize timeout 560 python3 -m accelbench optimize llama-1b --mode generate \
     --device cuda --prompt-length 512 --new-tokens 128 --budget 480 --db $DB ;;
