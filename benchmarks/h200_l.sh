@@ -4,6 +4,7 @@
 #   bash benchmarks/h200_l.sh compiled  (writes $OUT/out_l_compiled.tgz)
 #   bash benchmarks/h200_l.sh optimize  (writes $OUT/out_l_optimize.tgz)
 #   bash benchmarks/h200_l.sh short     (compiled and optimize trimmed to one 10-minute call)
+#   bash benchmarks/h200_l.sh gap       (benchmarks/generate_gap.py, then accelbench's own run)
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 part=$1; W=/tmp/wl_$part; mkdir -p $W; export DB=$W/h200.db
 save() { tar czf $OUT/out_l_$part.tgz -C /tmp wl_$part; }
@@ -31,6 +32,10 @@ short)
     --kv-cache static --compile reduce-overhead
   timed optimize timeout 230 python3 -m accelbench optimize llama-1b --mode generate \
     --device cuda --prompt-length 512 --new-tokens 128 --budget 200 --db $DB ;;
+gap)
+  timed gap timeout 200 python3 benchmarks/generate_gap.py --batches 1,64 --runs 6
+  timed llama_sc timeout 120 python3 -m accelbench ${GEN/--epochs 10/--epochs 6} --batch-sizes 1 \
+    --kv-cache static --compile reduce-overhead ;;
 optimize)
   timed optimize timeout 560 python3 -m accelbench optimize llama-1b --mode generate \
     --device cuda --prompt-length 512 --new-tokens 128 --budget 480 --db $DB ;;

@@ -32,7 +32,17 @@ def main() -> None:
     parser.add_argument("--static-compile", action="store_true")
     parser.add_argument("--no-sync", action="store_true")
     args = parser.parse_args()
-    config = transformers.LlamaConfig(  # Llama-3.2-1B's sizes, random weights
+    config = llama_config()
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).to("cuda", torch.bfloat16).eval()
+    for batch in (int(b) for b in args.batches.split(",")):
+        prompt = torch.randint(0, config.vocab_size, (batch, args.prompt), device="cuda")
+        print(json.dumps(measure(model, prompt, args)), flush=True)
+
+
+def llama_config():
+    """Llama-3.2-1B's sizes (random weights), as accelbench's llama-1b."""
+    return transformers.LlamaConfig(
         hidden_size=2048,
         num_hidden_layers=16,
         num_attention_heads=32,
@@ -43,16 +53,11 @@ def main() -> None:
         max_position_embeddings=131072,
         rope_theta=500000.0,
     )
-    torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config).to("cuda", torch.bfloat16).eval()
-    for batch in (int(b) for b in args.batches.split(",")):
-        prompt = torch.randint(0, config.vocab_size, (batch, args.prompt), device="cuda")
-        print(json.dumps(measure(model, prompt, args)), flush=True)
 
 
 def measure(model, prompt, args) -> dict:
-    names = inspect.signature(type(model).forward).parameters
-    cache_name = "cache" if "cache" in names else "past_key_values"  # transformers 5.2x's name
+    names = forward_parameters(model)
+    cache_name = cache_argument(names)
     cache, decode = None, model
     if args.static_compile:
         cache = static_cache(model, prompt.shape[0], args.prompt + args.new)
@@ -78,6 +83,14 @@ def measure(model, prompt, args) -> dict:
         "decode_tokens_per_s": prompt.shape[0] / statistics.median(steps),
         "prefill_ms": [p * 1e3 for p in prefills],
     }
+
+
+def forward_parameters(model):
+    return inspect.signature(type(model).forward).parameters
+
+
+def cache_argument(names):
+    return "cache" if "cache" in names else "past_key_values"  # transformers 5.2x's name
 
 
 def static_cache(model, batch, length):
