@@ -12,7 +12,7 @@ import torch
 
 from accelbench.analysis.bandwidth import generation_figures, kv_cache_bytes
 from accelbench.analysis.drift import compare_generations
-from accelbench.analysis.verdict import decode_verdict
+from accelbench.analysis.verdict import decode_bound, decode_verdict
 from accelbench.backends import unsupported
 from accelbench.backends.generate import GenerationLog, generate_once, generation_drift
 from accelbench.backends.pytorch import build_torch
@@ -303,16 +303,24 @@ def test_the_decode_floors_and_what_bounds_the_step_by_hand():
     assert verdict.startswith("decode is bound by neither memory nor compute: the memory")
     assert "10% of the median step" in verdict
     assert verdict.endswith("(reduce-overhead: CUDA graphs) cuts the host's launches")
-    compiled = decode_verdict(replace(host, **found, graph_breaks=0, cudagraph_skips=0))
-    assert "torch.compile" not in compiled  # already compiled: no advice to compile
+    assert decode_bound(replace(host, **found)) == "host"
+    compiled = replace(host, **found, graph_breaks=0, cudagraph_skips=0)
+    assert "torch.compile" not in decode_verdict(compiled)  # already compiled: no advice
+    assert decode_bound(compiled) == "kernels"
     memory = _generation(p50=0.0015)
     found = generation_figures(memory, "bf16", peaks, 512e9, 1e9)
     assert decode_verdict(replace(memory, **found)).startswith(
         "decode is bound by memory bandwidth: the memory bandwidth floor is 67%"
     )
+    assert decode_bound(replace(memory, **found)) == "memory bandwidth"
+    # 2 µs of compute in a 3 µs step: a model too small for its bytes to matter
+    small = _generation(p50=3e-6, weights=4_800)
+    small = replace(small, **generation_figures(small, "bf16", peaks, 512e9, 1e9))
+    assert decode_bound(small) == "compute"
     between = _generation(p50=0.0025)
     found = generation_figures(between, "bf16", peaks, 512e9, 1e9)
     assert decode_verdict(replace(between, **found)).startswith("decode bound undetermined")
+    assert decode_bound(replace(between, **found)) == ""
     no_peaks = generation_figures(host, "bf16", None, 512e9, 1e9)
     assert "decode_floor_share" not in no_peaks
-    assert decode_verdict(host) == ""
+    assert decode_verdict(host) == "" and decode_bound(host) == ""

@@ -1,6 +1,8 @@
 """The optimization search, driven by injected measurements: which stacks it builds from what
 was measured, how it treats a lever that breaks the model, and how the budget stops it."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -36,7 +38,7 @@ def _result(spec, rate, seed):
 
 class FakeBench:
     """Measures a spec as `rate(spec)` says; None is an error (the lever broke the model).
-    Each measurement takes `seconds` on a fake clock."""
+    Each measurement takes `seconds` on a fake clock, or stops at its timeout."""
 
     def __init__(self, rate, seconds=10.0):
         self.rate, self.seconds, self.now, self.specs = rate, seconds, 0.0, []
@@ -45,8 +47,10 @@ class FakeBench:
         return self.now
 
     def measure(self, rung, timeout):
-        self.now += self.seconds
+        self.now += min(self.seconds, timeout)
         self.specs.append(rung.spec)
+        if timeout < self.seconds:
+            return Result(spec=rung.spec, status="timeout", error=f"no result within {timeout} s")
         rate = self.rate(rung.spec)
         if rate is None:
             return Result(spec=rung.spec, status="error", error="RuntimeError: view size is not "
@@ -143,9 +147,10 @@ def test_a_larger_batch_is_offered_but_never_recommended():
 
 def test_the_budget_stops_the_search_and_lists_what_was_not_tried():
     outcome, bench = _search(SEED, "train", _seed_cnn_on_an_h200, budget=35.0)
-    assert len(bench.specs) == 4  # 10 s each: the fourth starts with 5 s left
+    assert len(bench.specs) == 4  # 10 s each: the fourth starts with 5 s left, and stops
+    assert outcome.trials[-1].outcome == "not finished: the search's budget ran out"
     assert outcome.not_tried and all("budget" in why for _, why in outcome.not_tried)
-    assert outcome.wall_s == pytest.approx(40.0)
+    assert outcome.wall_s == pytest.approx(35.0)
 
 
 def test_a_costly_alternative_is_left_out_when_the_budget_has_no_room_for_it():
@@ -162,8 +167,6 @@ def test_a_failed_baseline_ends_the_search():
 
 
 def test_an_emulated_precision_is_tried_last_and_only_where_the_budget_holds_it():
-    from dataclasses import replace
-
     from accelbench.levers import find_lever
 
     cpu = replace(
@@ -182,3 +185,65 @@ def test_an_emulated_precision_is_tried_last_and_only_where_the_budget_holds_it(
     assert [t.rung.name for t in outcome.trials] == ["fp32 eager", "bf16"]
     why = "cpu has no fp16 instructions: PyTorch emulates it, slowly"
     assert ("fp16", f"budget: expected about 100 s ({why}), 40 s left") in outcome.not_tried
+
+
+def _generating(floor_share):
+    """FakeBench's measurement as a generation whose decode step's memory floor is
+    `floor_share` of its median step (as analysis/bandwidth writes it)."""
+
+    def measure(rung, timeout, bench):
+        result = bench.measure(rung, timeout)
+        step = 0.01
+        generation = {
+            "prompt_length": 128, "new_tokens": 32, "batch_size": 1, "generated_tokens": 32,
+            "prefill_s": [0.01], "decode_s": [31 * step], "token_p50_s": step,
+            "decode_memory_floor_s": floor_share * step, "decode_compute_floor_s": 1e-6,
+            "decode_floor_share": floor_share,
+        }  # fmt: skip
+        return replace(result, metrics={**result.metrics, "generation": generation})
+
+    return measure
+
+
+def _generate_search(rate, floor_share, budget):
+    bench = FakeBench(rate)
+    workload = get_workload("gpt2-tiny")
+    base = make_spec(workload, GPU, mode="generate")
+    measure = _generating(floor_share)
+    search = Search(
+        base, GPU, workload, ("precision", "kv_cache", "compile"), Tolerance(),
+        lambda rung, timeout: measure(rung, timeout, bench), lambda spec: None,
+        Budget(budget, bench.clock), timeout=60.0,
+    )  # fmt: skip
+    return search.run()
+
+
+def _decoding_on_an_h200(spec):
+    """llama-1b's generation as the H200 measured it (BENCHMARKS.md, batch L): eager decode is
+    host-bound, a static cache with CUDA graphs about 7x, fp16 1.4x."""
+    if spec.lever("kv_cache", "") == "static":
+        return 7.0
+    return 1.4 if spec.precision in ("fp16", "bf16") else 1.0
+
+
+def test_a_host_bound_decode_step_has_the_static_cache_tried_first():
+    outcome = _generate_search(_decoding_on_an_h200, floor_share=0.05, budget=25.0)
+    names = [t.rung.name for t in outcome.trials]
+    assert names[:2] == ["fp32 eager", "static-cache + compile:reduce-overhead"]
+    assert (
+        "the baseline's decode step is bound by the host (its larger floor is 5% of the step): "
+        "a static KV cache first"
+    ) in "\n".join(outcome.path())
+    # bound by memory bandwidth, the cheap precisions come first as always
+    outcome = _generate_search(_decoding_on_an_h200, floor_share=0.8, budget=25.0)
+    assert [t.rung.name for t in outcome.trials][1] == "tf32"
+
+
+def test_a_variant_the_budget_cut_short_is_not_called_failed():
+    outcome = _generate_search(_decoding_on_an_h200, floor_share=0.4, budget=35.0)
+    cut = [t for t in outcome.trials if t.budget_cut]
+    assert [t.rung.name for t in cut] == ["bf16"]
+    not_tried = [f"not tried: {name}: {why}" for name, why in outcome.not_tried]
+    said = "\n".join(outcome.path() + not_tried)
+    assert "4. bf16 (alone): not finished: the search's budget ran out" in said
+    assert "failed" not in said  # it was not measured, so it did not fail

@@ -23,6 +23,7 @@ __all__ = [
     "LAUNCH_GROWTH_FRACTION",
     "Timing",
     "Verdict",
+    "decode_bound",
     "decode_verdict",
     "judge",
 ]
@@ -225,28 +226,44 @@ def _fewer_bytes(t: Timing) -> str:
 BOUND_SHARE, HOST_SHARE = 0.5, 1 / 3
 
 
+def decode_bound(generation: Generation) -> str:
+    """What bounds the decode step: "memory bandwidth" or "compute" (its floor is at least half
+    the median step), "host" (both floors a third of it or less, the step eager: Python and
+    kernel launches between small kernels), "kernels" (the same, compiled: the kernels
+    themselves far from the peaks), or "" (undetermined, or the floors are not known)."""
+    share = generation.decode_floor_share
+    if share is None or HOST_SHARE < share < BOUND_SHARE:
+        return ""
+    if share >= BOUND_SHARE:
+        return _larger_floor(generation)
+    return "host" if generation.graph_breaks is None else "kernels"
+
+
 def decode_verdict(generation: Generation) -> str:
-    """What bounds the decode step, from its floors; "" where they are not known."""
+    """What bounds the decode step, from its floors (`decode_bound`), in a sentence."""
     share = generation.decode_floor_share
     if share is None:
         return ""
-    memory = generation.decode_memory_floor_s or 0.0
-    compute = generation.decode_compute_floor_s or 0.0
-    bound = "memory bandwidth" if memory >= compute else "compute"
-    floor = f"the {bound} floor is {share:.0%} of the median step"
-    if share >= BOUND_SHARE:
+    floor = f"the {_larger_floor(generation)} floor is {share:.0%} of the median step"
+    bound = decode_bound(generation)
+    if bound in ("memory bandwidth", "compute"):
         return f"decode is bound by {bound}: {floor}"
-    if share <= HOST_SHARE:
+    if bound in ("host", "kernels"):
         text = (
             f"decode is bound by neither memory nor compute: {floor}; the rest is the host "
             "(Python, kernel launches, the synchronization each token) or kernels far from "
             "the peaks"
         )
-        if generation.graph_breaks is None:  # eager decode steps
+        if bound == "host":  # eager decode steps
             return text + (
                 ". A static KV cache with torch.compile (reduce-overhead: CUDA graphs) cuts "
                 "the host's launches"
             )
         return text
-
     return f"decode bound undetermined: {floor}, between {HOST_SHARE:.0%} and {BOUND_SHARE:.0%}"
+
+
+def _larger_floor(generation: Generation) -> str:
+    memory = generation.decode_memory_floor_s or 0.0
+    compute = generation.decode_compute_floor_s or 0.0
+    return "memory bandwidth" if memory >= compute else "compute"

@@ -129,6 +129,10 @@ class Lever:
     # Whether the lever is known to work on mode "generate" (a language model decoding token
     # by token, its KV cache growing): a lever that has not said so is refused there.
     generates = False
+    # What bounds a step this lever's variants relieve, in analysis/verdict.decode_bound's
+    # words ("host", "memory bandwidth", "compute"): the search tries them first where the
+    # baseline is bound by one of them.
+    relieves: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self.title = self.title or self.name

@@ -30,6 +30,7 @@ class KVCache(Lever):
     stage = 40  # after the precision casts the weights (the cache takes the layers' dtype)
     searched = True
     generates = True
+    relieves = ("host",)  # with compile: the decode step's launches in one graph
 
     def from_word(self, word: str) -> Value:
         return "" if word == "dynamic" else word

@@ -45,6 +45,7 @@ class Precision(Lever):
     torch_only = False
     searched = True
     generates = True
+    relieves = ("memory bandwidth", "compute")  # half the bytes; the tensor cores
 
     def value(self, spec: RunSpec) -> Value:
         return spec.precision

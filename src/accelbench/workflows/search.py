@@ -27,8 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..analysis.compare import Speedup, speedup
+from ..analysis.verdict import decode_bound
 from ..backends import all_backends
 from ..core.result import Result, RunSpec
+from ..core.vocab import GENERATE
 from ..devices import Device
 from ..levers import Lever, Variant, all_levers
 from ..workloads import Workload
@@ -155,10 +157,27 @@ class Search:
             v for b in all_backends() for v in b.variants(self.base, self.device, self.workload)
         ]
         wanted = [v for v in variants if v.group in self.groups]
-        # the cheap first, so a tight budget still sees most levers; late ones (no stack) last
-        wanted.sort(key=lambda v: (v.late, v.cost))
+        bound = self._bound(base)
+        relieving = {lever.name for lever in self._levers() if bound and bound in lever.relieves}
+        # what relieves the baseline's bound first, then the cheap, so that a tight budget
+        # still sees the levers that matter and most others; late ones (no stack) last
+        wanted.sort(key=lambda v: (v.late, v.group not in relieving, v.cost))
         trials = [self._try_variant(v, ALONE, "each lever alone", base) for v in wanted]
         return [t for t in trials if t is not None]
+
+    def _bound(self, base: Trial) -> str:
+        """What bounds the baseline's step, where the measurement says (a generation's decode
+        step, from its floors); the path says so when a lever relieves it."""
+        generation = base.result.facts.generation
+        bound = decode_bound(generation) if generation is not None else ""
+        names = [lever.title for lever in self._levers() if bound and bound in lever.relieves]
+        if names:
+            share = generation.decode_floor_share  # type: ignore[union-attr]
+            self.out.steps.append(
+                f"the baseline's decode step is bound by the {bound} (its larger floor is "
+                f"{share:.0%} of the step): {', '.join(names)} first"
+            )
+        return bound
 
     def _stack(self, base: Trial, singles: list[Trial]) -> Trial | None:
         paid = sorted(
@@ -186,7 +205,8 @@ class Search:
         return stack
 
     def _refine(self, stack: Trial, singles: list[Trial], base: Trial) -> Trial:
-        failed = {t.rung.name for t in singles if not self._usable(t)}
+        # one the budget cut short did not fail: it is tried, should the budget allow
+        failed = {t.rung.name for t in singles if not self._usable(t) and not t.budget_cut}
         slower = {t.rung.name for t in singles if (g := self._gain(t, base)) and g.high < 1.0}
         alone = {t.rung.name: g.ratio for t in singles if (g := self._gain(t, base))}
         in_stack = [lever for lever in self._stackable() if lever.active(stack.result.spec)]
@@ -257,6 +277,8 @@ class Search:
 
     def _why_not_stacked(self, lever: Lever, singles: list[Trial]) -> str:
         own = [t for t in singles if t.rung.group == lever.name]
+        if all(t.budget_cut for t in own):
+            return f"{lever.title}: not measured alone, the search's budget ran out"
         if not any(self._usable(t) for t in own):
             return f"{lever.title}: it failed or drifted alone"
         return f"{lever.title}: it did not pay alone, and nothing known makes it pay on this stack"
@@ -295,7 +317,13 @@ class Search:
         return speedup(trial.result, reference.result)
 
     def _levers(self) -> list[Lever]:
-        return [lever for lever in all_levers() if set(lever.ladder_groups) & set(self.groups)]
+        # on generate, one that has not said it generates is listed as not tried instead
+        every = self.base.mode != GENERATE
+        return [
+            lever
+            for lever in all_levers()
+            if set(lever.ladder_groups) & set(self.groups) and (every or lever.generates)
+        ]
 
     def _stackable(self) -> list[Lever]:
         return [lever for lever in self._levers() if lever.searched and not lever.late]
