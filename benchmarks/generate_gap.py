@@ -7,9 +7,13 @@ forward, interleaved run by run, and accelbench's loop a third way with its GPU-
 (NVML every 0.2 s on a thread) running, as it does inside `accelbench run`:
 
     PYTHONPATH=src python3 benchmarks/generate_gap.py --batches 1,64 --runs 6
+    PYTHONPATH=src python3 benchmarks/generate_gap.py --fork   # the same, in a forked worker
     PYTHONPATH=src python3 benchmarks/generate_gap.py --tiny --device cpu   # a dry run here
 
-Prints one JSON line per batch: each way's decode-step median and p90 (ms), and prefill median.
+`--fork` runs it all in a child of a fork server that preloaded what accelbench's preloads
+(engine/worker.PRELOAD), as `accelbench run` measures: if the gap appears there, the fork
+server is its cause. Prints one JSON line per batch: each way's decode-step median and p90
+(ms), and prefill median.
 """
 
 import argparse
@@ -37,7 +41,28 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=6)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--tiny", action="store_true", help="a 2-layer model, for a dry run")
+    parser.add_argument("--fork", action="store_true", help="run in a fork-server child")
     args = parser.parse_args()
+    if args.fork:
+        forked(args)
+    else:
+        measure_all(args)
+
+
+def forked(args) -> None:
+    import multiprocessing
+
+    from accelbench.engine.worker import PRELOAD
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(PRELOAD))
+    child = context.Process(target=measure_all, args=(args,))
+    child.start()
+    child.join()
+
+
+def measure_all(args) -> None:
+    sys.path.insert(0, str(Path(__file__).parent))  # a fork-server child starts without it
     args.static_compile, args.no_sync = True, False
     config = llm_reference.llama_config()
     if args.tiny:

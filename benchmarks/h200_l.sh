@@ -5,6 +5,7 @@
 #   bash benchmarks/h200_l.sh optimize  (writes $OUT/out_l_optimize.tgz)
 #   bash benchmarks/h200_l.sh short     (compiled and optimize trimmed to one 10-minute call)
 #   bash benchmarks/h200_l.sh gap       (benchmarks/generate_gap.py, then accelbench's own run)
+#   bash benchmarks/h200_l.sh gap2      (is run's 12-16% the fork server? forked, spawned, plain)
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 part=$1; W=/tmp/wl_$part; mkdir -p $W; export DB=$W/h200.db
 save() { tar czf $OUT/out_l_$part.tgz -C /tmp wl_$part; }
@@ -36,8 +37,17 @@ gap)
   timed gap timeout 200 python3 benchmarks/generate_gap.py --batches 1,64 --runs 6
   timed llama_sc timeout 120 python3 -m accelbench ${GEN/--epochs 10/--epochs 6} --batch-sizes 1 \
     --kv-cache static --compile reduce-overhead ;;
+gap2)
+  SC="--batch-sizes 1 --kv-cache static --compile reduce-overhead"
+  timed ref timeout 100 $REF --batches 1 --runs 6 --static-compile
+  timed gap_fork timeout 110 python3 benchmarks/generate_gap.py --batches 1 --runs 6 --fork
+  timed run_forkserver timeout 110 python3 -m accelbench ${GEN/--epochs 10/--epochs 6} $SC
+  timed run_spawn timeout 110 env ACCELBENCH_START=spawn python3 -m accelbench \
+    ${GEN/--epochs 10/--epochs 6} $SC --db $W/spawn.db
+  timed gap_plain timeout 100 python3 benchmarks/generate_gap.py --batches 1 --runs 6
+  python3 -m accelbench results --db $W/spawn.db --json > $W/spawn.json ;;
 optimize)
-  timed optimize timeout 560 python3 -m accelbench optimize llama-1b --mode generate \
-    --device cuda --prompt-length 512 --new-tokens 128 --budget 480 --db $DB ;;
+  timed optimize timeout 400 python3 -m accelbench optimize llama-1b --mode generate \
+    --device cuda --prompt-length 512 --new-tokens 128 --db $DB ;;  # the default 300 s budget
 esac
 python3 -m accelbench results --db $DB --json > $W/results.json; save
