@@ -157,27 +157,26 @@ class Search:
             v for b in all_backends() for v in b.variants(self.base, self.device, self.workload)
         ]
         wanted = [v for v in variants if v.group in self.groups]
-        bound = self._bound(base)
-        relieving = {lever.name for lever in self._levers() if bound and bound in lever.relieves}
+        relieving = self._relieving(base)
         # what relieves the baseline's bound first, then the cheap, so that a tight budget
         # still sees the levers that matter and most others; late ones (no stack) last
         wanted.sort(key=lambda v: (v.late, v.group not in relieving, v.cost))
         trials = [self._try_variant(v, ALONE, "each lever alone", base) for v in wanted]
         return [t for t in trials if t is not None]
 
-    def _bound(self, base: Trial) -> str:
-        """What bounds the baseline's step, where the measurement says (a generation's decode
-        step, from its floors); the path says so when a lever relieves it."""
+    def _relieving(self, base: Trial) -> set[str]:
+        """The levers that relieve what bounds the baseline's step, where its measurement says
+        (a generation's decode step, from its floors); the path says which and why."""
         generation = base.result.facts.generation
         bound = decode_bound(generation) if generation is not None else ""
-        names = [lever.title for lever in self._levers() if bound and bound in lever.relieves]
-        if names:
-            share = generation.decode_floor_share  # type: ignore[union-attr]
+        levers = [lever for lever in self._levers() if bound and bound in lever.relieves]
+        if levers and generation is not None:
             self.out.steps.append(
                 f"the baseline's decode step is bound by the {bound} (its larger floor is "
-                f"{share:.0%} of the step): {', '.join(names)} first"
+                f"{generation.decode_floor_share:.0%} of the step): "
+                f"{', '.join(lever.title for lever in levers)} first"
             )
-        return bound
+        return {lever.name for lever in levers}
 
     def _stack(self, base: Trial, singles: list[Trial]) -> Trial | None:
         paid = sorted(
