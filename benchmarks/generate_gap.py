@@ -18,6 +18,7 @@ server is its cause. Prints one JSON line per batch: each way's decode-step medi
 
 import argparse
 import json
+import signal
 import statistics
 import sys
 import time
@@ -58,11 +59,13 @@ def forked(args) -> None:
     context.set_forkserver_preload(list(PRELOAD))
     child = context.Process(target=measure_all, args=(args,))
     child.start()
+    # `timeout` stops this process with SIGTERM: the child must not keep the GPU after it
+    signal.signal(signal.SIGTERM, lambda *_: (child.kill(), sys.exit(143)))
     child.join()
+    sys.exit(child.exitcode)
 
 
 def measure_all(args) -> None:
-    sys.path.insert(0, str(Path(__file__).parent))  # a fork-server child starts without it
     args.static_compile, args.no_sync = True, False
     config = llm_reference.llama_config()
     if args.tiny:

@@ -230,13 +230,18 @@ def test_a_host_bound_decode_step_has_the_static_cache_tried_first():
     outcome = _generate_search(_decoding_on_an_h200, floor_share=0.05, budget=25.0)
     names = [t.rung.name for t in outcome.trials]
     assert names[:2] == ["fp32 eager", "static-cache + compile:reduce-overhead"]
+    assert len(set(outcome.not_tried)) == len(outcome.not_tried)  # each said once
     assert (
         "the baseline's decode step is bound by the host (its larger floor is 5% of the step): "
         "a static KV cache first"
     ) in "\n".join(outcome.path())
-    # bound by memory bandwidth, the cheap precisions come first as always
+    # bound by memory bandwidth, the precisions come first, and the path says why
     outcome = _generate_search(_decoding_on_an_h200, floor_share=0.8, budget=25.0)
     assert [t.rung.name for t in outcome.trials][1] == "tf32"
+    assert (
+        "the baseline's decode step is bound by memory bandwidth (its larger floor is 80% of the "
+        "step): precision first"
+    ) in "\n".join(outcome.path())
 
 
 def test_a_variant_the_budget_cut_short_is_not_called_failed():
@@ -247,3 +252,50 @@ def test_a_variant_the_budget_cut_short_is_not_called_failed():
     said = "\n".join(outcome.path() + not_tried)
     assert "4. bf16 (alone): not finished: the search's budget ran out" in said
     assert "failed" not in said  # it was not measured, so it did not fail
+    assert "not tried: bf16: budget: the search's time was used up" in said  # on the stack
+
+
+def test_why_a_lever_was_not_stacked_counts_only_its_finished_variants():
+    from accelbench.levers import find_lever
+    from accelbench.workflows.optimize import Rung
+    from accelbench.workflows.search import Trial
+
+    base = make_spec(SEED, GPU, mode="train")
+    search = Search(
+        base, GPU, SEED, ladder_groups(), Tolerance(), None, lambda spec: None, Budget(1.0)
+    )  # fmt: skip
+
+    def alone(precision, status):
+        spec = replace(base, precision=precision)
+        result = (
+            _result(spec, 10.0, seed=1) if status == "ok"
+            else Result(spec=spec, status=status, error="RuntimeError")
+        )  # fmt: skip
+        rung = Rung(precision, spec, "precision")
+        return Trial(rung, result, "alone", "", 1.0, budget_cut=status == "timeout")
+
+    precision, cut = find_lever("precision"), alone("bf16", "timeout")
+    why = search._why_not_stacked
+    assert why(precision, [alone("tf32", "ok"), cut]) == (
+        "precision: it did not pay alone, and nothing known makes it pay on this stack "
+        "(bf16 not finished: budget)"
+    )
+    assert why(precision, [alone("tf32", "error"), cut]) == (
+        "precision: it failed or drifted alone (bf16 not finished: budget)"
+    )
+    assert why(precision, [cut]) == "precision: not finished alone, the search's budget ran out"
+
+
+def test_on_generate_the_search_leaves_out_levers_that_do_not_generate():
+    bench = FakeBench(_decoding_on_an_h200)
+    workload = get_workload("gpt2-tiny")
+    measure = _generating(0.05)
+    search = Search(
+        make_spec(workload, GPU, mode="generate"), GPU, workload,
+        ("precision", "kv_cache", "cuda_graphs"), Tolerance(),
+        lambda rung, timeout: measure(rung, timeout, bench), lambda spec: None,
+        Budget(1e9, bench.clock),
+    )  # fmt: skip
+    outcome = search.run()
+    assert outcome.trials and not any(s.lever("cuda_graphs", False) for s in bench.specs)
+    assert not any("cuda_graphs" in name for name, _ in outcome.not_tried)  # optimize lists it

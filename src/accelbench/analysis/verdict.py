@@ -12,6 +12,7 @@ per byte moved) against the device's ridge point (peak FLOP/s over bandwidth).
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -232,7 +233,7 @@ def decode_bound(generation: Generation) -> str:
     kernel launches between small kernels), "kernels" (the same, compiled: the kernels
     themselves far from the peaks), or "" (undetermined, or the floors are not known)."""
     share = generation.decode_floor_share
-    if share is None or HOST_SHARE < share < BOUND_SHARE:
+    if share is None or not math.isfinite(share) or HOST_SHARE < share < BOUND_SHARE:
         return ""
     if share >= BOUND_SHARE:
         return _larger_floor(generation)

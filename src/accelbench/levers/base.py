@@ -127,7 +127,8 @@ class Lever:
     # (max-autotune's kernel search) or change what is optimized (a larger batch).
     opt_in: tuple[str, ...] = ()
     # Whether the lever is known to work on mode "generate" (a language model decoding token
-    # by token, its KV cache growing): a lever that has not said so is refused there.
+    # by token, its KV cache growing): a lever that has not said so is refused there by `run`,
+    # and left out of the search (listed as not tried).
     generates = False
     # What bounds a step this lever's variants relieve, in analysis/verdict.decode_bound's
     # words ("host", "memory bandwidth", "compute"): the search tries them first where the

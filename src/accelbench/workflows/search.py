@@ -1,8 +1,10 @@
 """The optimization search: which levers to stack is decided by what was measured.
 
 1. fp32 eager, the baseline every speedup is against.
-2. Each lever's variants alone (the cheap ones first; late ones, such as int8 and pruning, are
-   measured alone only: they do not stack).
+2. Each lever's variants alone: first those that relieve what bounds the baseline (a static KV
+   cache where a decode step is bound by the host), then the cheap ones, the costly (an
+   emulated precision, max-autotune) after them; late ones, such as int8 and pruning, last and
+   alone only: they do not stack.
 3. A stack, from the variant that paid most alone (its speedup's 95% CI above 1, its drift
    within the tolerance). Each other lever is tried on it once, with its best variant alone,
    if it paid alone or is known to pay in combination (`Lever.pays_with`: channels_last with a
@@ -79,6 +81,11 @@ class SearchOutcome:
     steps: list[Trial | str] = field(default_factory=list)  # what the search did, in order
     wall_s: float = 0.0
 
+    def skip(self, name: str, why: str) -> None:
+        """`name` was not tried, for `why`: said once, however many paths reached it."""
+        if (name, why) not in self.not_tried:
+            self.not_tried.append((name, why))
+
     @property
     def baseline(self) -> Trial | None:
         return self.trials[0] if self.trials else None
@@ -110,6 +117,9 @@ def failure_text(result: Result) -> str:
     if result.status == "unsupported":
         return f"cannot run here: {result.error}"
     return f"{result.status}: {result.error}"
+
+
+_BOUND_WORDS = {"host": "the host", "kernels": "its kernels"}  # decode_bound's, in a sentence
 
 
 class Search:
@@ -157,23 +167,28 @@ class Search:
             v for b in all_backends() for v in b.variants(self.base, self.device, self.workload)
         ]
         wanted = [v for v in variants if v.group in self.groups]
-        relieving = self._relieving(base)
+        relieving = self._relieving(base, {v.group for v in wanted})
         # what relieves the baseline's bound first, then the cheap, so that a tight budget
-        # still sees the levers that matter and most others; late ones (no stack) last
-        wanted.sort(key=lambda v: (v.late, v.group not in relieving, v.cost))
+        # still sees the levers that matter and most others; the costly and late ones last
+        wanted.sort(key=lambda v: (v.late, v.cost > 1.0, v.group not in relieving, v.cost))
         trials = [self._try_variant(v, ALONE, "each lever alone", base) for v in wanted]
         return [t for t in trials if t is not None]
 
-    def _relieving(self, base: Trial) -> set[str]:
-        """The levers that relieve what bounds the baseline's step, where its measurement says
-        (a generation's decode step, from its floors); the path says which and why."""
+    def _relieving(self, base: Trial, offered: set[str]) -> set[str]:
+        """Of the levers with variants `offered`, those that relieve what bounds the baseline's
+        step, where its measurement says (a generation's decode step, from its floors); the
+        path says which and why."""
         generation = base.result.facts.generation
         bound = decode_bound(generation) if generation is not None else ""
-        levers = [lever for lever in self._levers() if bound and bound in lever.relieves]
+        levers = [
+            lever
+            for lever in self._levers()
+            if bound and bound in lever.relieves and lever.name in offered
+        ]
         if levers and generation is not None:
             self.out.steps.append(
-                f"the baseline's decode step is bound by the {bound} (its larger floor is "
-                f"{generation.decode_floor_share:.0%} of the step): "
+                f"the baseline's decode step is bound by {_BOUND_WORDS.get(bound, bound)} (its "
+                f"larger floor is {generation.decode_floor_share:.0%} of the step): "
                 f"{', '.join(lever.title for lever in levers)} first"
             )
         return {lever.name for lever in levers}
@@ -204,7 +219,7 @@ class Search:
         return stack
 
     def _refine(self, stack: Trial, singles: list[Trial], base: Trial) -> Trial:
-        # one the budget cut short did not fail: it is tried, should the budget allow
+        # one the budget cut short did not fail: it is tried again (or said not tried)
         failed = {t.rung.name for t in singles if not self._usable(t) and not t.budget_cut}
         slower = {t.rung.name for t in singles if (g := self._gain(t, base)) and g.high < 1.0}
         alone = {t.rung.name: g.ratio for t in singles if (g := self._gain(t, base))}
@@ -217,7 +232,7 @@ class Search:
                     continue  # an opt-in group not asked for (max-autotune)
                 if v.name in failed | slower:
                     why = "it failed or drifted alone" if v.name in failed else "slower alone"
-                    self.out.not_tried.append((f"{v.name} on the stack", why))
+                    self.out.skip(f"{v.name} on the stack", why)
                     continue
                 name = stack_name(v.spec, self.base)
                 why = f"another {lever.title} on the finished stack"
@@ -276,11 +291,17 @@ class Search:
 
     def _why_not_stacked(self, lever: Lever, singles: list[Trial]) -> str:
         own = [t for t in singles if t.rung.group == lever.name]
-        if all(t.budget_cut for t in own):
-            return f"{lever.title}: not measured alone, the search's budget ran out"
-        if not any(self._usable(t) for t in own):
-            return f"{lever.title}: it failed or drifted alone"
-        return f"{lever.title}: it did not pay alone, and nothing known makes it pay on this stack"
+        done = [t for t in own if not t.budget_cut]  # those the budget cut short tell nothing
+        unfinished = [t.rung.name for t in own if t.budget_cut]
+        cut = f" ({', '.join(unfinished)} not finished: budget)" if unfinished else ""
+        if not done:
+            return f"{lever.title}: not finished alone, the search's budget ran out"
+        if not any(self._usable(t) for t in done):
+            return f"{lever.title}: it failed or drifted alone{cut}"
+        return (
+            f"{lever.title}: it did not pay alone, and nothing known makes it pay on this "
+            f"stack{cut}"
+        )
 
     def _keep(self, trial: Trial, reference: Trial) -> bool:
         """Whether `trial` replaces `reference`; its outcome says why or why not."""
@@ -343,14 +364,12 @@ class Search:
     ) -> Trial | None:
         reason = self.check(rung.spec)
         if reason:
-            self.out.not_tried.append((rung.name, f"cannot run here: {reason}"))
+            self.out.skip(rung.name, f"cannot run here: {reason}")
             return None
         left = self.budget.left()
         if cost > 1.0 and cost * ref.wall_s > left:
             expected = f"{cost * ref.wall_s:.0f} s" + (f" ({costly})" if costly else "")
-            self.out.not_tried.append(
-                (rung.name, f"budget: expected about {expected}, {left:.0f} s left")
-            )
+            self.out.skip(rung.name, f"budget: expected about {expected}, {left:.0f} s left")
             return None
         trial = self._try(rung, phase, why)
         if trial is not None and phase == ALONE:
@@ -358,12 +377,14 @@ class Search:
         return trial
 
     def _try(self, rung: Rung, phase: str, why: str) -> Trial | None:
-        done = next((t for t in self.out.trials if t.rung.spec == rung.spec), None)
+        done = next(
+            (t for t in self.out.trials if t.rung.spec == rung.spec and not t.budget_cut), None
+        )
         if done is not None:  # two paths reached one configuration: measured once
             return done
         left = self.budget.left()
         if left <= 0:
-            self.out.not_tried.append((rung.name, "budget: the search's time was used up"))
+            self.out.skip(rung.name, "budget: the search's time was used up")
             return None
         self.on_start(rung.name)
         timeout = min(self.timeout, left)
