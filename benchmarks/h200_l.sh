@@ -41,6 +41,9 @@ gap2)
   SC="--batch-sizes 1 --kv-cache static --compile reduce-overhead"
   timed ref timeout 100 $REF --batches 1 --runs 6 --static-compile
   timed gap_fork timeout 110 python3 benchmarks/generate_gap.py --batches 1 --runs 6 --fork
+  # which processes hold a CUDA context while run measures (the CLI parent too?)
+  (sleep 45; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv \
+    > $W/apps.txt; ps -ef --forest | grep -v grep | grep -A3 accelbench >> $W/apps.txt) &
   timed run_forkserver timeout 110 python3 -m accelbench ${GEN/--epochs 10/--epochs 6} $SC
   timed run_spawn timeout 110 env ACCELBENCH_START=spawn python3 -m accelbench \
     ${GEN/--epochs 10/--epochs 6} $SC --db $W/spawn.db
