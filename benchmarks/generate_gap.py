@@ -16,7 +16,6 @@ server is its cause. Prints one JSON line per batch: each way's decode-step medi
 (ms), and prefill median.
 """
 
-import argparse
 import json
 import signal
 import statistics
@@ -35,11 +34,7 @@ from accelbench.devices.state import NvmlState, StateMeter  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--batches", default="1")
-    parser.add_argument("--prompt", type=int, default=512)
-    parser.add_argument("--new", type=int, default=128)
-    parser.add_argument("--runs", type=int, default=6)
+    parser = llm_reference.loop_arguments(runs=6)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--tiny", action="store_true", help="a 2-layer model, for a dry run")
     parser.add_argument("--fork", action="store_true", help="run in a fork-server child")

@@ -24,11 +24,7 @@ import transformers
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--batches", default="1")
-    parser.add_argument("--prompt", type=int, default=512)
-    parser.add_argument("--new", type=int, default=128)
-    parser.add_argument("--runs", type=int, default=10)
+    parser = loop_arguments(runs=10)
     parser.add_argument("--static-compile", action="store_true")
     parser.add_argument("--no-sync", action="store_true")
     args = parser.parse_args()
@@ -38,6 +34,16 @@ def main() -> None:
     for batch in (int(b) for b in args.batches.split(",")):
         prompt = torch.randint(0, config.vocab_size, (batch, args.prompt), device="cuda")
         print(json.dumps(measure(model, prompt, args)), flush=True)
+
+
+def loop_arguments(runs: int) -> argparse.ArgumentParser:
+    """The options of a generation loop: batches, prompt and new tokens, timed runs."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batches", default="1")
+    parser.add_argument("--prompt", type=int, default=512)
+    parser.add_argument("--new", type=int, default=128)
+    parser.add_argument("--runs", type=int, default=runs)
+    return parser
 
 
 def llama_config():

@@ -321,6 +321,7 @@ def test_the_decode_floors_and_what_bounds_the_step_by_hand():
     found = generation_figures(between, "bf16", peaks, 512e9, 1e9)
     assert decode_verdict(replace(between, **found)).startswith("decode bound undetermined")
     assert decode_bound(replace(between, **found)) == ""
+    assert decode_bound(replace(between, decode_floor_share=float("nan"))) == ""
     no_peaks = generation_figures(host, "bf16", None, 512e9, 1e9)
     assert "decode_floor_share" not in no_peaks
     assert decode_verdict(host) == "" and decode_bound(host) == ""
