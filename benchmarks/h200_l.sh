@@ -5,7 +5,7 @@
 #   bash benchmarks/h200_l.sh optimize  (writes $OUT/out_l_optimize.tgz)
 #   bash benchmarks/h200_l.sh short     (compiled and optimize trimmed to one 10-minute call)
 #   bash benchmarks/h200_l.sh gap       (benchmarks/generate_gap.py, then accelbench's own run)
-#   bash benchmarks/h200_l.sh gap2      (is run's 12-16% the fork server? forked, spawned, plain)
+#   bash benchmarks/h200_l.sh gap2      (run's 12-16%: its pipeline in-process, its build, fork server or spawn)
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 part=$1; W=/tmp/wl_$part; mkdir -p $W; export DB=$W/h200.db
 save() { tar czf $OUT/out_l_$part.tgz -C /tmp wl_$part; }
@@ -39,16 +39,16 @@ gap)
     --kv-cache static --compile reduce-overhead ;;
 gap2)
   SC="--batch-sizes 1 --kv-cache static --compile reduce-overhead"
-  timed ref timeout 100 $REF --batches 1 --runs 6 --static-compile
-  timed gap_fork timeout 110 python3 benchmarks/generate_gap.py --batches 1 --runs 6 --fork
+  # run's pipeline in a plain process, and build()'s objects against the reference's
+  timed run_gap timeout 200 python3 benchmarks/run_gap.py --batches 1 --runs 6
   # which processes hold a CUDA context while run measures (the CLI parent too?)
   (sleep 45; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv \
     > $W/apps.txt; ps -ef --forest | grep -v grep | grep -A3 accelbench >> $W/apps.txt) &
   timed run_forkserver timeout 110 python3 -m accelbench ${GEN/--epochs 10/--epochs 6} $SC
-  timed run_spawn timeout 110 env ACCELBENCH_START=spawn python3 -m accelbench \
+  timed run_spawn timeout 120 env ACCELBENCH_START=spawn python3 -m accelbench \
     ${GEN/--epochs 10/--epochs 6} $SC --db $W/spawn.db
-  timed gap_plain timeout 100 python3 benchmarks/generate_gap.py --batches 1 --runs 6
-  python3 -m accelbench results --db $W/spawn.db --json > $W/spawn.json ;;
+  python3 -m accelbench results --db $W/spawn.db --json > $W/spawn.json
+  timed gap_fork timeout 110 python3 benchmarks/generate_gap.py --batches 1 --runs 6 --fork ;;
 optimize)
   timed optimize timeout 400 python3 -m accelbench optimize llama-1b --mode generate \
     --device cuda --prompt-length 512 --new-tokens 128 --db $DB ;;  # the default 300 s budget
