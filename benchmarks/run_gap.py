@@ -46,12 +46,14 @@ def main() -> None:
     workload = get_workload("gpt2" if args.tiny else "llama-1b")
     device = resolve_devices(args.device)[0]
     for batch in (int(b) for b in args.batches.split(",")):
+        gpu = args.device == "cuda"
         spec = make_spec(
-            workload, device, mode="generate", precision="bf16" if args.device == "cuda" else "fp32",
+            workload, device, mode="generate", precision="bf16" if gpu else "fp32",
             batch_size=batch, prompt_length=args.prompt, new_tokens=args.new,
-            kv_cache="static", compile="reduce-overhead" if args.device == "cuda" else "default",
+            kv_cache="static", compile="reduce-overhead" if gpu else "default",
         )  # fmt: skip
-        out = {"batch": batch, "torch": torch.__version__, "pipeline": pipeline(spec, workload, device, args)}
+        out = {"batch": batch, "torch": torch.__version__}
+        out["pipeline"] = pipeline(spec, workload, device, args)
         out.update(loops(spec, workload, device, args))
         print(json.dumps(out), flush=True)
 
