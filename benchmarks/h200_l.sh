@@ -6,6 +6,7 @@
 #   bash benchmarks/h200_l.sh short     (compiled and optimize trimmed to one 10-minute call)
 #   bash benchmarks/h200_l.sh gap       (benchmarks/generate_gap.py, then accelbench's own run)
 #   bash benchmarks/h200_l.sh gap2      (run's 12-16%: its pipeline in-process, its build, fork server or spawn)
+#   bash benchmarks/h200_l.sh gap3      (the forked worker, with one thing left out at a time)
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 part=$1; W=/tmp/wl_$part; mkdir -p $W; export DB=$W/h200.db
 save() { tar czf $OUT/out_l_$part.tgz -C /tmp wl_$part; }
@@ -49,6 +50,11 @@ gap2)
     ${GEN/--epochs 10/--epochs 6} $SC --db $W/spawn.db
   python3 -m accelbench results --db $W/spawn.db --json > $W/spawn.json
   timed gap_fork timeout 110 python3 benchmarks/generate_gap.py --batches 1 --runs 6 --fork ;;
+gap3)
+  timed worker_gap timeout 500 python3 benchmarks/worker_gap.py --out $W as_is no_adopt no_watch \
+    gc_freeze spawn
+  for v in as_is no_adopt no_watch gc_freeze spawn; do
+    python3 -m accelbench results --db $W/$v.db --json > $W/$v.results.json; done ;;
 optimize)
   timed optimize timeout 400 python3 -m accelbench optimize llama-1b --mode generate \
     --device cuda --prompt-length 512 --new-tokens 128 --db $DB ;;  # the default 300 s budget

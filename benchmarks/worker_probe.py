@@ -1,0 +1,76 @@
+"""Preloaded into accelbench's fork server by benchmarks/worker_gap.py: wraps the worker so that
+one thing it does can be left out ($GAP_VARIANT, read from the parent's environment in the job),
+and so that, as it sends its result, it writes where its CPU time went ($GAP_OUT/<variant>.json):
+each thread's user+system time, context switches, page faults, garbage collections, and which
+environment variables the fork server's environment lacked or had otherwise."""
+
+import gc
+import json
+import os
+import resource
+import threading
+from pathlib import Path
+
+from accelbench import levers
+from accelbench.engine import worker
+
+_worker, _send = worker._worker, worker._send
+
+
+def probed(sender, job):
+    variant = job.environment.get("GAP_VARIANT", "as_is")
+    before = dict(os.environ)
+    if variant == "no_adopt":
+        worker._adopt = lambda environment: levers._load_plugins()
+    elif variant == "no_watch":
+        worker._die_with_parent = lambda sender, parent: None
+    elif variant == "gc_freeze":
+        gc.freeze()
+    out = Path(job.environment.get("GAP_OUT", "/tmp")) / f"{variant}.json"
+
+    def send(sender, message):
+        if message[0] == "result":
+            out.write_text(json.dumps(facts(variant, before, job.environment)))
+        _send(sender, message)
+
+    worker._send = send
+    _worker(sender, job)
+
+
+def facts(variant, before, parent_environment):
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "variant": variant,
+        "threads": threads(),
+        "python_threads": [t.name for t in threading.enumerate()],
+        "voluntary_switches": usage.ru_nvcsw,
+        "involuntary_switches": usage.ru_nivcsw,
+        "minor_faults": usage.ru_minflt,
+        "major_faults": usage.ru_majflt,
+        "gc_stats": gc.get_stats(),
+        "gc_frozen": gc.get_freeze_count(),
+        "affinity": sorted(os.sched_getaffinity(0)),
+        "env_missing_in_server": sorted(set(parent_environment) - set(before)),
+        "env_only_in_server": sorted(set(before) - set(parent_environment)),
+        "env_changed": sorted(
+            k for k in before if k in parent_environment and before[k] != parent_environment[k]
+        ),
+    }
+
+
+def threads():
+    """Each thread's name and CPU seconds (user + system), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            name = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+            stat = Path(f"/proc/self/task/{tid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        found.append([name, (int(fields[11]) + int(fields[12])) / tick])
+    return sorted(found, key=lambda t: -t[1])
+
+
+worker._worker = probed
