@@ -50,12 +50,39 @@ def facts(variant, before, parent_environment):
         "gc_stats": gc.get_stats(),
         "gc_frozen": gc.get_freeze_count(),
         "affinity": sorted(os.sched_getaffinity(0)),
+        "cpu": {"worker": last_cpu("self"), "server": last_cpu(str(os.getppid()))},
+        "numa_nodes": sorted(p.name for p in Path("/sys/devices/system/node").glob("node[0-9]*")),
+        "pages_by_node": pages_by_node(),
         "env_missing_in_server": sorted(set(parent_environment) - set(before)),
         "env_only_in_server": sorted(set(before) - set(parent_environment)),
         "env_changed": sorted(
             k for k in before if k in parent_environment and before[k] != parent_environment[k]
         ),
     }
+
+
+def last_cpu(pid):
+    """The CPU a process last ran on (/proc/<pid>/stat's field 39)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[36])
+
+
+def pages_by_node():
+    """This process's mapped pages on each NUMA node (/proc/self/numa_maps' N<node>= counts)."""
+    counts = {}
+    try:
+        lines = Path("/proc/self/numa_maps").read_text().splitlines()
+    except OSError:
+        return counts
+    for line in lines:
+        for word in line.split():
+            if word.startswith("N") and "=" in word:
+                node, pages = word[1:].split("=")
+                counts[node] = counts.get(node, 0) + int(pages)
+    return counts
 
 
 def threads():
