@@ -19,13 +19,16 @@ _worker, _send = worker._worker, worker._send
 
 def probed(sender, job):
     variant = job.environment.get("GAP_VARIANT", "as_is")
+    kind = variant.rstrip("0123456789")  # as_is2: as_is again, its facts apart
     before = dict(os.environ)
-    if variant == "no_adopt":
+    if kind == "no_adopt":
         worker._adopt = lambda environment: levers._load_plugins()
-    elif variant == "no_watch":
+    elif kind == "no_watch":
         worker._die_with_parent = lambda sender, parent: None
-    elif variant == "gc_freeze":
+    elif kind == "gc_freeze":
         gc.freeze()
+    elif kind == "setsid":  # the worker's way before it led only a process group
+        worker._lead_process_group = os.setsid
     out = Path(job.environment.get("GAP_OUT", "/tmp")) / f"{variant}.json"
 
     def send(sender, message):
@@ -50,6 +53,9 @@ def facts(variant, before, parent_environment):
         "gc_stats": gc.get_stats(),
         "gc_frozen": gc.get_freeze_count(),
         "affinity": sorted(os.sched_getaffinity(0)),
+        "autogroup": read("/proc/self/autogroup"),
+        "autogroup_enabled": read("/proc/sys/kernel/sched_autogroup_enabled"),
+        "session_leader": os.getsid(0) == os.getpid(),
         "cpu": {"worker": last_cpu("self"), "server": last_cpu(str(os.getppid()))},
         "numa_nodes": sorted(p.name for p in Path("/sys/devices/system/node").glob("node[0-9]*")),
         "pages_by_node": pages_by_node(),
@@ -59,6 +65,13 @@ def facts(variant, before, parent_environment):
             k for k in before if k in parent_environment and before[k] != parent_environment[k]
         ),
     }
+
+
+def read(path):
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
 
 
 def last_cpu(pid):
