@@ -7,7 +7,7 @@
 #   bash benchmarks/h200_l.sh gap       (benchmarks/generate_gap.py, then accelbench's own run)
 #   bash benchmarks/h200_l.sh gap2      (run's 12-16%: its pipeline in-process, its build, fork server or spawn)
 #   bash benchmarks/h200_l.sh gap3      (the forked worker, with one thing left out at a time)
-#   bash benchmarks/h200_l.sh gap4      (a worker leading a process group against one leading a session)
+#   bash benchmarks/h200_l.sh gap4      (a worker leading a process group, setpgid, against accelbench's session)
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 part=$1; W=/tmp/wl_$part; mkdir -p $W; export DB=$W/h200.db
 save() { tar czf $OUT/out_l_$part.tgz -C /tmp wl_$part; }
@@ -58,8 +58,8 @@ gap3)
     python3 -m accelbench results --db $W/$v.db --json > $W/$v.results.json; done ;;
 gap4)
   cat /proc/sys/kernel/sched_autogroup_enabled > $W/autogroup.txt
-  timed worker_gap timeout 280 python3 benchmarks/worker_gap.py --out $W as_is setsid as_is2 setsid2
-  for v in as_is setsid as_is2 setsid2; do
+  timed worker_gap timeout 280 python3 benchmarks/worker_gap.py --out $W setpgid as_is setpgid2 as_is2
+  for v in setpgid as_is setpgid2 as_is2; do
     python3 -m accelbench results --db $W/$v.db --json > $W/$v.results.json; done
   timed run timeout 150 python3 -m accelbench ${GEN/--epochs 10/--epochs 6} --batch-sizes 1,64 \
     --kv-cache static --compile reduce-overhead

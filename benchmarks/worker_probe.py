@@ -27,8 +27,8 @@ def probed(sender, job):
         worker._die_with_parent = lambda sender, parent: None
     elif kind == "gc_freeze":
         gc.freeze()
-    elif kind == "setsid":  # the worker's way before it led only a process group
-        worker._lead_process_group = os.setsid
+    elif kind == "setpgid":  # lead a process group in the parent's session, not a session
+        os.setsid = lambda: os.setpgid(0, 0)
     out = Path(job.environment.get("GAP_OUT", "/tmp")) / f"{variant}.json"
 
     def send(sender, message):

@@ -259,7 +259,8 @@ def _worker(sender: Connection, job: _Job) -> None:
     begun = time.time()
     from ..errors import one_line
 
-    _lead_process_group()
+    with contextlib.suppress(AttributeError, PermissionError):
+        os.setsid()  # lead a process group, so the parent can end everything this starts
     _die_with_parent(sender, job.parent)
     overhead = {"start_s": max(0.0, begun - job.sent)}
     try:
@@ -309,19 +310,6 @@ def _send(sender: Connection, message: tuple[Any, ...]) -> None:
         _end_orphan()
 
 
-def _lead_process_group() -> None:
-    """Lead a process group of our own, so the parent can end everything this starts.
-
-    A group, not a session (setsid): where the kernel groups tasks by session for scheduling
-    (autogroup), a session of its own made the worker's host-bound steps slower on the lent H200
-    (a compiled decode step 2.0-2.3 ms against 1.9; BENCHMARKS.md, issue 13). Writing to the
-    terminal from outside its foreground group must not stop the worker (`stty tostop`)."""
-    with contextlib.suppress(AttributeError, PermissionError, OSError):
-        os.setpgid(0, 0)
-    with contextlib.suppress(AttributeError, ValueError):
-        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-
-
 def _die_with_parent(sender: Connection, parent: int) -> None:
     """End this worker and all it started when its parent dies, however it dies.
 
@@ -363,7 +351,7 @@ def _alive(pid: int) -> bool:
 
 def _end_orphan() -> None:
     """The parent is gone: end this worker's process group (it and whatever it started)."""
-    if os.getpgrp() == os.getpid():  # setpgid took: the group is ours alone
+    if os.getpgrp() == os.getpid():  # setsid took: the group is ours alone
         os.killpg(os.getpid(), signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
 
