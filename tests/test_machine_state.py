@@ -164,8 +164,11 @@ def test_without_nvml_the_gpu_state_says_why():
 
 
 def test_the_record_passes_import_validation_and_reads_back():
-    state = MachineState(1.5, 2, 0.4, 0.0, 1.2, throttle_reasons=("HW slowdown",))
-    stored = {**state.to_metrics()}
+    state = MachineState(
+        1.5, 2, 0.4, 0.0, 1.2, throttle_reasons=("HW slowdown",),
+        other_cpu_busiest=("pid 812 python3: 0.40 cores",),
+    )  # fmt: skip
+    stored = json.loads(json.dumps(state.to_metrics()))  # as stored: tuples become lists
     check_metrics(stored)
     assert Metrics(stored).machine_state == state
     bad = {keys.MACHINE_STATE: {**state.to_metrics()[keys.MACHINE_STATE], "cores": "two"}}
@@ -191,6 +194,9 @@ def test_a_run_beside_a_busy_process_records_it_and_warns(tmp_path):
     listed = run_cli("results", "--db", str(tmp_path / "r.db"), "--json")
     state = json.loads(listed.stdout)[0]["metrics"][keys.MACHINE_STATE]
     assert state["other_cpu_cores"] > 0.3 and state["seconds"] > 0
+    # and whose they were: the busy process, by its pid (not a child of the worker)
+    assert any(n.startswith(f"pid {busy.pid} python") for n in state["other_cpu_busiest"]), state
+    assert f"pid {busy.pid} python" in out.stdout
 
 
 def test_the_progress_bar_says_the_time_left_even_when_steps_are_minutes_apart():

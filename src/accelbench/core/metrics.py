@@ -339,6 +339,9 @@ class MachineState:
     other_gpu_processes: int = 0  # the most processes other than ours seen on the GPU at once
     other_gpu_pids: tuple[int, ...] = ()  # their ids, where NVML's ids are this PID namespace's
     gpu_unavailable: str = ""  # what of the GPU could not be read, and why
+    # the busiest other processes on the CPU, e.g. "pid 812 python3: 0.98 cores"; "(ours:
+    # command)" for a live child of ours, which getrusage does not count until it ends
+    other_cpu_busiest: tuple[str, ...] = ()
 
     @classmethod
     def from_metrics(cls, metrics: Mapping[str, Any]) -> MachineState | None:
@@ -347,7 +350,7 @@ class MachineState:
             return None
         names = {f.name for f in fields(cls)}
         kept = {k: v for k, v in found.items() if k in names}  # a later writer's extra keys
-        for name in ("throttle_reasons", "other_gpu_pids"):
+        for name in ("throttle_reasons", "other_gpu_pids", "other_cpu_busiest"):
             kept[name] = tuple(kept.get(name, ()))
         return cls(**kept)
 

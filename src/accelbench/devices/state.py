@@ -3,7 +3,8 @@ GPUs the clocks, temperature, throttle reasons and other processes on the GPU.
 
 `StateMeter` wraps the timed region the way `PowerMeter` does and leaves a `MachineState`
 (core/metrics). The host is read at the two ends: all CPUs' busy time from /proc/stat against
-this process's own CPU time, so what is left is other processes'. A GPU source is read at both
+this process's own CPU time, so what is left is other processes'; where that is some, each
+process's time from /proc names the busiest (devices/processes). A GPU source is read at both
 ends and every `SAMPLE_INTERVAL_S` on a daemon thread, through NVML only: nothing here
 synchronizes a device, calls CUDA or touches the timed loop. What cannot be read is said.
 """
@@ -23,6 +24,7 @@ from typing import Any, Protocol
 
 from ..core.metrics import MachineState
 from .power import PowerUnavailable, close_nvml, open_nvml
+from .processes import ProcessTimes, busiest
 
 __all__ = [
     "SAMPLE_INTERVAL_S",
@@ -82,8 +84,9 @@ def _own_cpu_s() -> float:
 
 
 class HostReader:
-    """Reads `HostCounters`; the sources are arguments so tests can feed known counters.
-    `ticks_per_s` is /proc/stat's unit (USER_HZ, 100 on Linux)."""
+    """Reads `HostCounters`, and each process's CPU time (`processes`, to name the busiest);
+    the sources are arguments so tests can feed known counters. `ticks_per_s` is /proc/stat's
+    unit (USER_HZ, 100 on Linux)."""
 
     def __init__(
         self,
@@ -91,8 +94,10 @@ class HostReader:
         own_cpu_s: Callable[[], float] = _own_cpu_s,
         clock: Callable[[], float] = time.monotonic,
         ticks_per_s: float | None = None,
+        processes: Callable[[], ProcessTimes] = ProcessTimes.read,
     ) -> None:
         self._stat, self._own, self._clock = stat, own_cpu_s, clock
+        self.processes = processes
         self.ticks_per_s = ticks_per_s or float(
             os.sysconf("SC_CLK_TCK") if sys.platform != "win32" else 100
         )
@@ -291,6 +296,7 @@ class StateMeter:
         self._host = host or HostReader()
         self._interval = interval
         self._before: HostCounters | None = None
+        self._processes: ProcessTimes | None = None
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self.state: MachineState | None = None
@@ -302,6 +308,7 @@ class StateMeter:
             self._stopping.clear()
             self._thread = threading.Thread(target=self._sample, name=THREAD_NAME, daemon=True)
             self._thread.start()
+        self._processes = self._host.processes()
         self._before = self._host.read()
         return self
 
@@ -312,8 +319,13 @@ class StateMeter:
         tb: TracebackType | None,
     ) -> None:
         after = self._host.read()
-        assert self._before is not None, "__exit__ without __enter__"
+        assert self._before is not None and self._processes is not None, (
+            "__exit__ without __enter__"
+        )
         state = host_load(self._before, after, os.cpu_count(), self._host.ticks_per_s)
+        if state.other_cpu_cores:  # whose: read after the region, outside its seconds
+            named = busiest(self._processes, self._host.processes(), state.seconds, os.getpid())
+            state = replace(state, other_cpu_busiest=named)
         load, no_load = _load_average()
         unavailable = "; ".join(why for why in (self._host.unavailable, no_load) if why)
         state = replace(state, load_average_1m=load, host_unavailable=unavailable)

@@ -74,7 +74,12 @@ def machine_state_notes(state: MachineState) -> list[str]:
     notes = []
     slack = state.cpu_resolution_cores or 0.0  # below it, a figure is the counters' ticking
     if (other := state.other_cpu_cores) is not None and other > OTHER_CPU_WARN_CORES + slack:
-        notes.append(f"other processes used {other:.2g} cores during the timed samples: {NOISY}")
+        named = (
+            f" (busiest: {'; '.join(state.other_cpu_busiest)})" if state.other_cpu_busiest else ""
+        )
+        notes.append(
+            f"other processes used {other:.2g} cores during the timed samples{named}: {NOISY}"
+        )
     if (steal := state.steal_cores) is not None and steal > STEAL_WARN_CORES + slack:
         notes.append(
             f"the hypervisor ran other guests on {steal:.2g} cores' worth of this machine's "
