@@ -261,3 +261,29 @@ def test_levers_refuse_generate_with_their_reason_and_optimize_plans_it():
     assert plan_ladder(longer).stop.time_cap == 60.0  # or after 15 times --max-time
     assert ladder.not_tried["cuda_graphs"] == "cpu cannot capture graphs"
     assert ladder.not_tried["pruning"]
+
+
+def test_a_compiled_decode_step_warms_up_two_generations_whoever_plans_it():
+    # On the H200 the second generation's prefill still ran 1.9-2.5x the later ones' (batch L2)
+    from accelbench.devices import resolve_devices
+    from accelbench.engine.measure import StopRule
+    from accelbench.engine.runner import run_config
+    from accelbench.levers import spec_with, warmup_needed
+
+    cpu, tiny = resolve_devices("cpu")[0], get_workload(TINY)
+    compiled = spec_with(_generate_spec(batch_size=1), kv_cache="static", compile="default")
+    assert warmup_needed(compiled) == 2 and warmup_needed(_generate_spec()) == 0
+    assert warmup_needed(replace(compiled, mode="infer")) == 0  # a compiled forward: one is enough
+    assert StopRule(warmup=3).at_least(2).warmup == 3 and StopRule().at_least(2).warmup == 2
+    levers = (("kv_cache", ("static",)), ("compile", ("", "default")))
+    sweep = Sweep((WorkloadRef(TINY),), ("cpu",), modes=("generate",), levers=levers)
+    warmups = {label(c.spec): c.stop.warmup for c in sweep.configs([tiny], [cpu])}
+    assert warmups == {
+        "generate fp32 b1 p16 n8 static-cache": 1,
+        "generate fp32 b1 p16 n8 static-cache compile": 2,
+    }
+    # and the runner itself, for a plan made elsewhere (optimize --epochs, explain)
+    result = run_config(compiled, tiny, cpu, StopRule(blocks=1, warmup=1, min_sample_s=0.0))
+    assert result.status == "ok", result.error
+    assert result.measurement is not None and len(result.measurement.warmup) == 2
+    assert len(result.metrics["generation"]["prefill_s"]) == 1  # the timed one only

@@ -146,7 +146,7 @@ def add_timing(timing: argparse._ArgumentGroup) -> None:
         default=1,
         metavar="N",
         help="warm-up its before timing (default: 1; the --max-time rule runs at least 2, the "
-        "last of which sizes its samples)",
+        "last of which sizes its samples; a compiled decode step on --modes generate 2 too)",
     )
     timing.add_argument(
         "--timeout",

@@ -12,7 +12,7 @@ import contextlib
 import math
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.stats import Measurement
@@ -54,6 +54,10 @@ class StopRule:
             raise ValueError(f"blocks must be 1 or more, got {self.blocks}")
         if self.warmup < 0 or self.max_time <= 0 or self.min_blocks < 1:
             raise ValueError(f"bad stop rule {self}")
+
+    def at_least(self, warmup: int) -> StopRule:
+        """This rule with `warmup` warm-up blocks where it had fewer (a lever needs them)."""
+        return self if self.warmup >= warmup else replace(self, warmup=warmup)
 
     def done(self, samples: list[float], elapsed: float) -> bool:
         """Whether to stop, given the timed samples so far and their total seconds."""

@@ -21,7 +21,7 @@ from ..devices.base import PeakSampler
 from ..devices.fingerprint import fingerprint
 from ..devices.power import PowerMeter
 from ..errors import one_line
-from ..levers import Prepared, find_lever, spec_with
+from ..levers import Prepared, find_lever, spec_with, warmup_needed
 from ..workloads import Workload
 from .measure import StopRule, measure
 from .profile import explain_steps, fallback_warnings
@@ -94,6 +94,7 @@ def run_config(
         workload.check()  # the model's code first runs here: in the worker, under its timeout
         with device.context():
             check_drift = drift or checks_drift(spec)
+            stop = stop.at_least(warmup_needed(spec))  # whoever planned it
             timed = _time(spec, workload, device, stop, on_block, check_drift, profile)
             probed, probe_s = _after(probe, _probe, spec, workload, device)
             single = latency and spec.mode == "infer" and spec.processes == 1

@@ -14,7 +14,7 @@ from ..core.result import DEFAULT_BACKEND, Result, RunSpec, Value
 from ..core.vocab import GENERATE
 from ..devices import Device
 from ..errors import UsageError
-from ..levers import Lever, all_levers
+from ..levers import Lever, all_levers, warmup_needed
 from ..workloads import Workload, WorkloadRef, list_workloads
 from ..workloads.llm import LanguageModel
 from .measure import StopRule
@@ -104,6 +104,7 @@ class Sweep:
                 backends = expand_backends(self.backends, device)
                 for spec in self._specs(workload, device, backends):
                     stop = self.stop_rule(workload, spec.processes, spec.mode)
+                    stop = stop.at_least(warmup_needed(spec))
                     out.append(Config(spec, ref, stop))
         return out
 

@@ -29,6 +29,7 @@ from .registry import (
     spec_json,
     spec_with,
     unsupported_reason,
+    warmup_needed,
 )
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "spec_json",
     "spec_with",
     "unsupported_reason",
+    "warmup_needed",
 ]
 
 BUILT_IN = (

@@ -195,6 +195,10 @@ class Lever:
     def apply_step(self, prep: Prepared, value: Value) -> None:
         """Change the built step function."""
 
+    def warmup(self, spec: RunSpec) -> int:
+        """The warm-up its this lever's value needs before timing, at least (0: as asked)."""
+        return 0
+
     def code(self, spec: RunSpec, device: Device) -> list[str]:
         """The lines a user copies to set this lever as `spec` has it in their own code."""
         return []

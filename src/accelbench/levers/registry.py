@@ -47,6 +47,11 @@ def active_levers(spec: RunSpec) -> list[Lever]:
     )
 
 
+def warmup_needed(spec: RunSpec) -> int:
+    """The warm-up its `spec`'s levers need before timing, at least (0: what was asked)."""
+    return max((lever.warmup(spec) for lever in active_levers(spec)), default=0)
+
+
 def unsupported_reason(spec: RunSpec, device: Device, workload: Workload) -> str | None:
     """The first reason an active lever cannot run here, as 'lever: reason', or None."""
     for lever in active_levers(spec):
