@@ -71,6 +71,8 @@ def pipeline(spec, workload, device, args) -> dict:
         "prefill_median_ms": statistics.median(generation["prefill_s"]) * 1e3,
         "graph_breaks": generation.get("graph_breaks"),
         "cudagraph_skips": generation.get("cudagraph_skips"),
+        "other_cpu_cores": result.metrics["machine_state"].get("other_cpu_cores"),
+        "other_cpu_busiest": result.metrics["machine_state"].get("other_cpu_busiest"),
     }
 
 
