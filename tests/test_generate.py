@@ -273,7 +273,7 @@ def test_a_compiled_decode_step_warms_up_two_generations_whoever_plans_it():
     cpu, tiny = resolve_devices("cpu")[0], get_workload(TINY)
     compiled = spec_with(_generate_spec(batch_size=1), kv_cache="static", compile="default")
     assert warmup_needed(compiled) == 2 and warmup_needed(_generate_spec()) == 0
-    assert warmup_needed(replace(compiled, mode="infer")) == 0  # a compiled forward: one is enough
+    assert warmup_needed(replace(compiled, mode="infer")) == 0  # as asked: not measured there
     assert StopRule(warmup=3).at_least(2).warmup == 3 and StopRule().at_least(2).warmup == 2
     levers = (("kv_cache", ("static",)), ("compile", ("", "default")))
     sweep = Sweep((WorkloadRef(TINY),), ("cpu",), modes=("generate",), levers=levers)
@@ -282,7 +282,7 @@ def test_a_compiled_decode_step_warms_up_two_generations_whoever_plans_it():
         "generate fp32 b1 p16 n8 static-cache": 1,
         "generate fp32 b1 p16 n8 static-cache compile": 2,
     }
-    # and the runner itself, for a plan made elsewhere (optimize --epochs, explain)
+    # and the runner itself, for a plan made elsewhere (optimize, max-batch probes, run_one)
     result = run_config(compiled, tiny, cpu, StopRule(blocks=1, warmup=1, min_sample_s=0.0))
     assert result.status == "ok", result.error
     assert result.measurement is not None and len(result.measurement.warmup) == 2

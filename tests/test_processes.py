@@ -46,26 +46,37 @@ def _tree(root: Path, later: int, python: Path, other: Path) -> None:
     _proc(root, 500, b"grandchild", 200, 4 * later)  # 0.02 cores: below the threshold
 
 
-def test_the_busiest_are_named_with_a_command_only_where_they_run_this_python(tmp_path):
+def _readings(tmp_path: Path) -> tuple[ProcessTimes, ProcessTimes, Path]:
     python, other = tmp_path / "python3", tmp_path / "other"
     python.write_text(""), other.write_text("")
     for later, when in ((0, "before"), (1, "after")):
         _tree(tmp_path / when, later, python, other)
     before = ProcessTimes.read(tmp_path / "before", ticks_per_s=100)
-    after = ProcessTimes.read(tmp_path / "after", ticks_per_s=100)
+    return before, ProcessTimes.read(tmp_path / "after", ticks_per_s=100), tmp_path / "after"
+
+
+def test_the_busiest_are_named_with_a_command_only_where_the_tree_says_ours(tmp_path):
+    before, after, root = _readings(tmp_path)
     assert after.stats[200].cpu_s == 2.0 and after.stats[300].name == "my job) (x"
-    named = busiest(before, after, 2.0, 100, root=tmp_path / "after")
-    assert named == (
+    assert busiest(before, after, 2.0, 100, root=root) == (
         "pid 200 python3 (ours: python3 -m torch._inductor.w): 0.95 cores",
-        "pid 250 python3 (this Python's: python3 -m leftover): 0.40 cores",
-        "pid 300 my job) (x: 0.30 cores",  # another program: no command line kept
+        "pid 250 python3 (this interpreter, unrelated): 0.40 cores",  # no command line kept
+        "pid 300 my job) (x: 0.30 cores",  # another program's: its name only
     )
-    top = busiest(before, after, 2.0, 200, root=tmp_path / "after")  # seen from the child
-    assert top[0] == "pid 100 python3: 4.50 cores"  # its parent, with no command line to show
+    top = busiest(before, after, 2.0, 200, root=root)  # seen from the child
+    assert top[0] == "pid 100 python3 (our ancestor): 4.50 cores"  # no command line to show
     assert busiest(before, after, 0.0, 100) == ()
 
 
-def test_an_ancestor_is_named_as_such(tmp_path):
+def test_another_users_process_or_a_pid_given_anew_keeps_no_command_line(tmp_path, monkeypatch):
+    before, after, root = _readings(tmp_path)
+    _proc(root, 200, b"python3", 100, 200, "someone else", started=5000)  # since the reading
+    assert busiest(before, after, 2.0, 100, root=root)[0] == "pid 200 python3 (ours): 0.95 cores"
+    monkeypatch.setattr(os, "getuid", lambda: os.geteuid() + 1)
+    assert busiest(before, after, 2.0, 100, root=root)[1] == "pid 250 python3: 0.40 cores"
+
+
+def test_an_ancestor_is_named_with_its_command(tmp_path):
     python = tmp_path / "python3"
     python.write_text("")
     for ticks, when in ((0, "before"), (100, "after")):
@@ -81,15 +92,30 @@ def test_an_ancestor_is_named_as_such(tmp_path):
     assert named == ("pid 50 python3 (our ancestor: python3 -m accelbench run): 1.00 cores",)
 
 
-def test_a_pid_given_to_a_new_process_counts_all_its_time(tmp_path):
-    _proc(tmp_path / "before", 77, b"old", 1, 500, started=10)
-    _proc(tmp_path / "after", 77, b"new", 1, 50, started=20)  # fewer ticks: another process
-    _proc(tmp_path / "after", 78, b"newer", 1, 30)
-    named = busiest(
-        ProcessTimes.read(tmp_path / "before", 100), ProcessTimes.read(tmp_path / "after", 100),
-        1.0, 999, root=tmp_path / "after",
-    )  # fmt: skip
+def test_a_process_started_since_counts_all_its_time_one_missed_none(tmp_path):
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.mkdir()
+    (before / "uptime").write_text("0.15 0.30\n")  # read 15 ticks after boot
+    _proc(before, 77, b"old", 1, 500, started=10)
+    _proc(after, 77, b"new", 1, 50, started=20)  # fewer ticks: its pid was given anew
+    _proc(after, 78, b"newer", 1, 30, started=16)
+    _proc(after, 79, b"missed", 1, 900, started=3)  # running before, not in the first reading
+    times = ProcessTimes.read(before, 100), ProcessTimes.read(after, 100)
+    assert times[0].at_ticks == 15.0 and times[1].at_ticks is None
+    named = busiest(*times, 1.0, 999, root=after)
     assert named == ("pid 77 new: 0.50 cores", "pid 78 newer: 0.30 cores")
+
+
+def test_what_passes_is_above_a_tick_at_each_end_and_above_min_cores(tmp_path):
+    def named(ticks: dict[int, int], seconds: float) -> list[int]:
+        for when, scale in (("before", 0), ("after", 1)):
+            for pid, n in ticks.items():
+                _proc(tmp_path / when, pid, b"p", 1, n * scale)
+        times = [ProcessTimes.read(tmp_path / w, ticks_per_s=100) for w in ("before", "after")]
+        return [int(n.split()[1]) for n in busiest(*times, seconds, 999, root=tmp_path)]
+
+    assert named({10: 4, 11: 1}, 0.1) == [10]  # 0.4 and 0.1 cores; two ticks are 0.2
+    assert named({10: 60, 11: 40}, 10.0) == [10]  # 0.06 and 0.04 cores; MIN_CORES is 0.05
 
 
 def test_a_name_cut_mid_character_or_unreadable_stat_is_no_failure(tmp_path):

@@ -145,8 +145,8 @@ def add_timing(timing: argparse._ArgumentGroup) -> None:
         type=count(0),
         default=1,
         metavar="N",
-        help="warm-up its before timing (default: 1; the --max-time rule runs at least 2, the "
-        "last of which sizes its samples; a compiled decode step on --modes generate 2 too)",
+        help="warm-up its before timing (default: 1; timed to a CI, not a fixed count, at least "
+        "2, the last of which sizes its samples; a compiled decode step on generate at least 2)",
     )
     timing.add_argument(
         "--timeout",

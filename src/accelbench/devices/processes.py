@@ -4,9 +4,10 @@ two ends, so that "other processes used 1 core during the timed samples" can say
 A process of our own that is still running (a compiler's worker pool, say) is not in this
 process's CPU time (getrusage counts only children that ended), so it is among the others; it
 is named as ours, and our ancestors (the CLI that started a worker, its fork server) as such.
-A command line is kept only for a process that runs this very interpreter as this user (ours,
-an ancestor, or one left over from an earlier run): anyone else's could hold secrets. Where
-/proc cannot be read (macOS, Windows) nothing is named.
+Their command lines are kept where they run this same interpreter as this user, since the
+process tree proves them ours; no other process's is (it could hold secrets). One that runs our
+interpreter unrelated (a leftover of an earlier run?) is said to, by name only. Where /proc
+cannot be read (macOS, Windows) nothing is named.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ProcessTimes", "busiest"]
+__all__ = ["MIN_CORES", "ProcessTimes", "busiest"]
 
 PROC = Path("/proc")
 MIN_CORES = 0.05  # below this a process's share is the counters' ticking, not work
@@ -38,11 +39,16 @@ class ProcessTimes:
     """Every readable process's /proc/<pid>/stat facts, at one moment."""
 
     stats: dict[int, _Stat]
+    ticks_per_s: float = 100.0
+    at_ticks: float | None = None  # when it was read, in clock ticks after boot (/proc/uptime)
 
     @classmethod
     def read(cls, root: Path = PROC, ticks_per_s: float | None = None) -> ProcessTimes:
         """Read `root` (/proc); empty where it does not exist."""
         tick = ticks_per_s or float(os.sysconf("SC_CLK_TCK") if sys.platform != "win32" else 100)
+        at = None
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            at = float((root / "uptime").read_text().split()[0]) * tick
         try:
             entries = [p for p in root.iterdir() if p.name.isdigit()]
         except OSError:
@@ -51,7 +57,7 @@ class ProcessTimes:
         for entry in entries:
             with contextlib.suppress(OSError, ValueError, IndexError):  # ended, or not ours
                 stats[int(entry.name)] = _parse((entry / "stat").read_bytes(), tick)
-        return cls(stats)
+        return cls(stats, tick, at)
 
 
 def _parse(raw: bytes, tick: float) -> _Stat:
@@ -67,31 +73,46 @@ def busiest(
     before: ProcessTimes, after: ProcessTimes, seconds: float, us: int, root: Path = PROC
 ) -> tuple[str, ...]:
     """The processes other than `us` that used the most CPU between the readings, busiest
-    first, `TOP` at most and each above `MIN_CORES`: "pid 812 python3 (ours: python3 -m ...):
-    0.98 cores". A process that started in between counts all its time."""
+    first, `TOP` at most and each above the noise (`MIN_CORES`, or a tick at each end over a
+    short region): "pid 812 python3 (ours: python3 -m ...): 0.98 cores"."""
     if seconds <= 0:
         return ()
+    floor = max(MIN_CORES, 2 / after.ticks_per_s / seconds)
     used = {}
     for pid, now in after.stats.items():
-        then = before.stats.get(pid)
-        earlier = then.cpu_s if then is not None and then.started == now.started else 0.0
-        if pid != us:
+        earlier = _cpu_before(before, pid, now)
+        if pid != us and earlier is not None:
             used[pid] = (now.cpu_s - earlier) / seconds
-    ranked = sorted((p for p, cores in used.items() if cores >= MIN_CORES), key=lambda p: -used[p])
+    ranked = sorted((p for p, cores in used.items() if cores >= floor), key=lambda p: -used[p])
     return tuple(_describe(p, used[p], after, us, root) for p in ranked[:TOP])
 
 
+def _cpu_before(before: ProcessTimes, pid: int, now: _Stat) -> float | None:
+    """`pid`'s CPU seconds at the first reading: 0 for a process started since (a pid given
+    anew included), None where the first reading missed one already running."""
+    then = before.stats.get(pid)
+    if then is not None and then.started == now.started:
+        return then.cpu_s
+    if before.at_ticks is None or now.started >= before.at_ticks:
+        return 0.0
+    return None  # its whole life's time is not the region's
+
+
 def _describe(pid: int, cores: float, times: ProcessTimes, us: int, root: Path) -> str:
-    stats = times.stats
+    stat = times.stats[pid]
+    whose, our_python = _relation(pid, us, times.stats), _runs_our_python(pid, root)
+    if whose and our_python:
+        command = _command(pid, stat.started, root)
+        whose += f": {command}" if command else ""
+    elif our_python:
+        whose = "this interpreter, unrelated"  # a leftover of an earlier run?
+    return f"pid {pid} {stat.name}{f' ({whose})' if whose else ''}: {cores:.2f} cores"
+
+
+def _relation(pid: int, us: int, stats: dict[int, _Stat]) -> str:
     if _descends(pid, us, stats):
-        whose = "ours"
-    elif _descends(us, pid, stats):
-        whose = "our ancestor"
-    else:
-        whose = "this Python's"  # said only where it runs our interpreter: a leftover?
-    command = _own_command(pid, stats[pid].started, root)
-    note = f" ({whose}: {command})" if command else (" (ours)" if whose == "ours" else "")
-    return f"pid {pid} {stats[pid].name}{note}: {cores:.2f} cores"
+        return "ours"
+    return "our ancestor" if _descends(us, pid, stats) else ""
 
 
 def _descends(pid: int, ancestor: int, stats: dict[int, _Stat]) -> bool:
@@ -104,21 +125,26 @@ def _descends(pid: int, ancestor: int, stats: dict[int, _Stat]) -> bool:
     return False
 
 
-def _own_command(pid: int, started: int, root: Path) -> str:
-    """The command line of `pid` if it runs this interpreter as this user, else ""; read, then
-    checked to be the same process still (its pid could have been given to another)."""
+def _runs_our_python(pid: int, root: Path) -> bool:
+    """Whether `pid` runs the executable this process runs (`root`/self), as this user."""
     folder = root / str(pid)
     try:
-        same = os.stat(folder).st_uid == os.getuid() and _same_program(folder, root)
-        raw = (folder / "cmdline").read_bytes() if same else b""
-        if raw and _parse((folder / "stat").read_bytes(), 1.0).started != started:
+        mine = os.stat(folder).st_uid == os.getuid()
+        exe = os.path.realpath(folder / "exe")
+    except (OSError, AttributeError):  # gone; or no getuid (Windows)
+        return False
+    return mine and exe == os.path.realpath(root / "self" / "exe")
+
+
+def _command(pid: int, started: int, root: Path) -> str:
+    """`pid`'s command line, read, then checked to be the same process still (its pid could
+    have been given to another since the reading); "" where it cannot be."""
+    folder = root / str(pid)
+    try:
+        raw = (folder / "cmdline").read_bytes()
+        if _parse((folder / "stat").read_bytes(), 1.0).started != started:
             return ""
-    except (OSError, ValueError, IndexError, AttributeError):  # gone; or no getuid (Windows)
+    except (OSError, ValueError, IndexError):
         return ""
     text = raw.replace(b"\0", b" ").decode(errors="replace").strip()
     return text if len(text) <= _COMMAND_CHARS else text[: _COMMAND_CHARS - 3] + "..."
-
-
-def _same_program(folder: Path, root: Path) -> bool:
-    """Whether the process runs the executable this one runs (`root`/self is this process)."""
-    return os.path.realpath(folder / "exe") == os.path.realpath(root / "self" / "exe")

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from ..core.metrics import MachineState
 from .power import PowerUnavailable, close_nvml, open_nvml
-from .processes import ProcessTimes, busiest
+from .processes import MIN_CORES, ProcessTimes, busiest
 
 __all__ = [
     "SAMPLE_INTERVAL_S",
@@ -323,7 +323,8 @@ class StateMeter:
             "__exit__ without __enter__"
         )
         state = host_load(self._before, after, os.cpu_count(), self._host.ticks_per_s)
-        if state.other_cpu_cores:  # whose: read after the region, outside its seconds
+        noise = (state.cpu_resolution_cores or 0.0) + MIN_CORES
+        if (state.other_cpu_cores or 0.0) > noise:  # whose: read after the region
             named = busiest(self._processes, self._host.processes(), state.seconds, os.getpid())
             state = replace(state, other_cpu_busiest=named)
         load, no_load = _load_average()

@@ -188,7 +188,8 @@ def _time(
         setup = time.perf_counter() - started
         meter = device.power_meter()  # read over the timed samples, not the warm-up
         state = device.state_meter()
-        phases: list[AbstractContextManager[Any]] = [meter, state]
+        # the state outermost: its reads of /proc stay out of the energy's interval
+        phases: list[AbstractContextManager[Any]] = [state, meter]
         if sampler is not None:
             phases.append(sampler)
         measurement = measure(block_function(prep), prep.timer, stop, on_block, phases)

@@ -72,7 +72,8 @@ class Compile(Lever):
     def warmup(self, spec: RunSpec) -> int:
         # Two generations: the first compiles the decode step (and records its CUDA graphs);
         # the second's prefill still ran 1.9-2.5x the later ones' on the H200 (14 runs of
-        # llama-1b at batch 1, BENCHMARKS.md batch L2), though its decode steps did not.
+        # llama-1b at batch 1, BENCHMARKS.md batches L and L2), its decode steps not. Whether
+        # a compiled forward's CUDA graphs (train, infer) need it too was not measured.
         return 2 if spec.mode == GENERATE and self.active(spec) else 0
 
     def code(self, spec: RunSpec, device: Device) -> list[str]:
