@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 from accelbench import levers
+from accelbench.devices.processes import _parse, clock_ticks_per_s
 from accelbench.engine import worker
 
 _worker, _send = worker._worker, worker._send
@@ -106,17 +107,14 @@ def pages_by_node():
 
 
 def threads():
-    """Each thread's name and CPU seconds (user + system), from /proc."""
-    tick = os.sysconf("SC_CLK_TCK")
+    """Each thread's name and CPU seconds (user + system), from /proc, as accelbench reads it."""
     found = []
-    for tid in os.listdir("/proc/self/task"):
+    for task in Path("/proc/self/task").iterdir():
         try:
-            name = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
-            stat = Path(f"/proc/self/task/{tid}/stat").read_text()
-        except OSError:
+            stat = _parse((task / "stat").read_bytes(), clock_ticks_per_s())
+        except (OSError, ValueError, IndexError):
             continue
-        fields = stat.rsplit(")", 1)[1].split()
-        found.append([name, (int(fields[11]) + int(fields[12])) / tick])
+        found.append([stat.name, stat.cpu_s])
     return sorted(found, key=lambda t: -t[1])
 
 

@@ -339,8 +339,9 @@ class MachineState:
     other_gpu_processes: int = 0  # the most processes other than ours seen on the GPU at once
     other_gpu_pids: tuple[int, ...] = ()  # their ids, where NVML's ids are this PID namespace's
     gpu_unavailable: str = ""  # what of the GPU could not be read, and why
-    # the busiest other processes on the CPU, e.g. "pid 812 python3: 0.98 cores"; "(ours:
-    # command)" for a live child of ours, which getrusage does not count until it ends
+    # the busiest other processes on the CPU, e.g. "pid 812 python3: 0.98 cores", marked
+    # "ours" (a live child, which getrusage does not count until it ends) or "our ancestor"
+    # with the command where it runs our interpreter (devices/processes)
     other_cpu_busiest: tuple[str, ...] = ()
 
     @classmethod

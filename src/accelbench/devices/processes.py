@@ -18,12 +18,17 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MIN_CORES", "ProcessTimes", "busiest"]
+__all__ = ["MIN_CORES", "ProcessTimes", "busiest", "clock_ticks_per_s"]
 
 PROC = Path("/proc")
 MIN_CORES = 0.05  # below this a process's share is the counters' ticking, not work
 TOP = 3  # how many processes are named
 _COMMAND_CHARS = 80  # of a command line kept
+
+
+def clock_ticks_per_s() -> float:
+    """/proc's unit of CPU time (USER_HZ, 100 on Linux)."""
+    return float(os.sysconf("SC_CLK_TCK") if sys.platform != "win32" else 100)
 
 
 @dataclass(frozen=True)
@@ -45,7 +50,7 @@ class ProcessTimes:
     @classmethod
     def read(cls, root: Path = PROC, ticks_per_s: float | None = None) -> ProcessTimes:
         """Read `root` (/proc); empty where it does not exist."""
-        tick = ticks_per_s or float(os.sysconf("SC_CLK_TCK") if sys.platform != "win32" else 100)
+        tick = ticks_per_s or clock_ticks_per_s()
         at = None
         with contextlib.suppress(OSError, ValueError, IndexError):
             at = float((root / "uptime").read_text().split()[0]) * tick

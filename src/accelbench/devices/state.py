@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from ..core.metrics import MachineState
 from .power import PowerUnavailable, close_nvml, open_nvml
-from .processes import MIN_CORES, ProcessTimes, busiest
+from .processes import MIN_CORES, ProcessTimes, busiest, clock_ticks_per_s
 
 __all__ = [
     "SAMPLE_INTERVAL_S",
@@ -98,9 +98,7 @@ class HostReader:
     ) -> None:
         self._stat, self._own, self._clock = stat, own_cpu_s, clock
         self.processes = processes
-        self.ticks_per_s = ticks_per_s or float(
-            os.sysconf("SC_CLK_TCK") if sys.platform != "win32" else 100
-        )
+        self.ticks_per_s = ticks_per_s or clock_ticks_per_s()
         self.unavailable = ""  # why there is no busy time, once a read failed
 
     def read(self) -> HostCounters:
