@@ -4,7 +4,7 @@ from types import MappingProxyType
 
 import pytest
 
-from accelbench.analysis.metrics import Analyzer, count_flops_per_sample
+from accelbench.analysis.metrics import Analyzer, count_flops_per_sample, model_facts
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.devices import resolve_devices
@@ -35,9 +35,13 @@ def test_mfu_uses_calibrated_peaks_for_the_precision():
         spec=RunSpec("seed-cnn", "cpu", 64, 20, precision="bf16"),
         status="ok",
         measurement=Measurement(samples=(0.2,) * 8),  # 10 ms a step
-        metrics={"probe": {"batch_size": 16, "step_time_s": 0.004}},
+        # what the worker counted (model_facts): the parent never runs the model
+        metrics={
+            "probe": {"batch_size": 16, "step_time_s": 0.004},
+            **model_facts(get_workload("seed-cnn"), RunSpec("seed-cnn", "cpu", 64, 20)),
+        },
     )
-    out = analyze(result, get_workload("seed-cnn"), CPU).metrics
+    out = analyze(result, CPU).metrics
     per_step = out["flops_per_sample"] * 64
     assert out["achieved_flops"] == pytest.approx(per_step / 0.01)
     assert out["mfu"] == pytest.approx(per_step / 0.01 / 4e11)
@@ -47,4 +51,4 @@ def test_mfu_uses_calibrated_peaks_for_the_precision():
 
 def test_failed_results_are_left_alone():
     result = Result(spec=RunSpec("seed-cnn", "cpu", 64, 20), status="oom", error="x")
-    assert Analyzer()(result, get_workload("seed-cnn"), CPU) is result
+    assert Analyzer()(result, CPU) is result

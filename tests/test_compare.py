@@ -1,11 +1,14 @@
-"""Comparisons: bootstrap intervals with known answers, grouping, and the regression gate."""
+"""Comparisons: intervals over processes with known answers, grouping, and the regression
+gate (tests/test_levels.py simulates their coverage)."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from accelbench.analysis.compare import compare, compare_runs, speedup
+from accelbench.core.metrics import Rounds
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.errors import UsageError
@@ -18,21 +21,25 @@ RNG = np.random.default_rng(7)
 
 
 def _result(seconds, device="cpu", precision="fp32", host="laptop", sweep="s1", noise=0.02):
+    """Three processes of ten samples each, run in passes 1 to 3 of `sweep`."""
     samples = tuple(seconds * (1 + noise * RNG.standard_normal(30)))
     return Result(
         spec=RunSpec("seed-cnn", device, 64, 20, precision=precision),
         status="ok",
-        measurement=Measurement(samples),
+        measurement=Measurement(samples, (), 1, ((10, 0),) * 3),
         environment={"host": host, "machine": host},
         sweep=sweep,
+        metrics=Rounds(passes=(1, 2, 3), planned=3, complete=True).to_metrics(),
     )
 
 
 def test_twice_as_fast_is_significant_and_near_two():
-    s = speedup(_result(0.5), _result(1.0))
-    assert s.ratio == pytest.approx(2.0, rel=0.03)
+    s = speedup(_result(0.5), _result(1.0))  # one sweep: paired pass by pass
+    assert s.ratio == pytest.approx(2.0, rel=0.03) and s.method.startswith("paired")
     assert 1.9 < s.low < s.ratio < s.high < 2.1
     assert s.significant and "(n.s.)" not in s.text()
+    apart = speedup(_result(0.5, sweep="a"), _result(1.0, sweep="b"))
+    assert apart.method.startswith("unpaired") and apart.significant
 
 
 def test_the_same_distribution_is_not_significant():
@@ -40,17 +47,21 @@ def test_the_same_distribution_is_not_significant():
     same = Result(
         spec=base.spec,
         status="ok",
-        measurement=Measurement(tuple(reversed(base.measurement.samples))),
+        measurement=Measurement(
+            tuple(reversed(base.measurement.samples)), (), 1, base.measurement.rounds
+        ),
+        sweep="s2",
+        metrics=base.metrics,
     )
     s = speedup(same, base)
-    assert s.ratio == pytest.approx(1.0)
+    assert s.ratio == pytest.approx(1.0, rel=0.01)
     assert s.low < 1.0 < s.high and not s.significant
     assert s.text().endswith("(n.s.)")
 
 
-def test_a_small_difference_inside_the_noise_is_not_significant():
-    s = speedup(_result(0.99, noise=0.2), _result(1.0, noise=0.2))
-    assert not s.significant
+def test_a_small_difference_inside_the_noise_is_rarely_significant():
+    found = [speedup(_result(0.99, noise=0.2), _result(1.0, noise=0.2)) for _ in range(40)]
+    assert sum(s.significant for s in found) <= 4  # a 95% interval: about 2 of 40
 
 
 def test_compare_by_device_uses_the_cpu_as_baseline_within_each_configuration():
@@ -84,7 +95,8 @@ def test_compare_by_batch_uses_samples_per_second_in_numeric_order():
     )
     rows = compare([big, small], find_dimension("batch")).rows
     assert [r.value for r in rows] == ["64", "128"]  # 64 first: numbers, not text, order
-    assert rows[1].speedup.ratio == pytest.approx((128 / 0.15) / (64 / 0.1), rel=0.05)
+    big_rate = 128 / (0.15 * 1.045)  # the median of its ten samples
+    assert rows[1].speedup.ratio == pytest.approx(big_rate / (64 / 0.1), rel=0.03)
 
 
 def test_unknown_dimension():
@@ -93,11 +105,21 @@ def test_unknown_dimension():
 
 
 def test_compare_runs_flags_only_significant_slowdowns_past_the_threshold():
-    base = [_result(1.0), _result(1.0, precision="bf16")]
-    cand = [_result(1.25), _result(1.01, precision="bf16")]  # 20% slower; 1% slower
-    changes = compare_runs(base, cand, threshold=0.05)
+    base = [_result(1.0, sweep="a"), _result(1.0, precision="bf16", sweep="a")]
+    cand = [_result(1.25, sweep="b"), _result(1.01, precision="bf16", sweep="b")]
+    changes = compare_runs(base, cand, threshold=0.05)  # 20% slower; 1% slower
     flagged = {c.spec.precision: c.regression for c in changes}
     assert flagged == {"fp32": True, "bf16": False}
+    assert [c.verdict for c in changes] == ["REGRESSION", "ok"]
+
+
+def test_a_gate_on_single_process_results_is_undetermined_not_a_regression():
+    one = Result(
+        spec=_result(1.0).spec, status="ok", measurement=Measurement((1.0,) * 10), id=4
+    )
+    (change,) = compare_runs([one], [replace(one, measurement=Measurement((2.0,) * 10))], 0.05)
+    assert not change.regression and change.verdict == "undetermined"
+    assert change.speedup.no_interval.startswith("#4 ran in 1 process")
 
 
 def test_cli_regression_gate_exit_codes(tmp_path):
@@ -189,14 +211,17 @@ def test_cli_compare_with_no_matches_prints_an_empty_table_with_a_note(tmp_path)
 
 
 def test_a_speedup_without_an_interval_says_why_and_stays_valid_json():
-    """A single timed sample cannot be resampled: no [0.00–inf], and no Infinity in JSON."""
+    """One process bounds nothing between processes: no [0.00–inf], and no Infinity in JSON."""
     import json
 
     one = Result(
         spec=RunSpec("seed-cnn", "cpu", 64, 20), status="ok", measurement=Measurement((0.5,))
     )
     s = speedup(one, _result(1.0, noise=0.0))
-    assert s.text() == "2.00x (no interval: 1 timed sample: too few to resample)"
+    assert s.text() == (
+        "2.00x (no interval: the candidate ran in 1 process: too few to bound the spread "
+        "between processes (needs 2 on each side))"
+    )
     assert not s.significant
     record = json.loads(json.dumps(s.to_dict(), allow_nan=False))
     assert record["ci95_low"] is None and record["ci95_high"] is None

@@ -1,6 +1,7 @@
 """What the previous version wrote still reads: a schema-6 database (lever columns) and an
 export-version-2 file (lever fields in the spec), both made by accelbench before levers were
-registered objects. Identical configurations keep their sweep ids, so --resume finds them."""
+registered objects. Identical configurations keep their sweep ids; --resume into such a sweep,
+measured in one process per configuration, is refused in one line, the database untouched."""
 
 import shutil
 from pathlib import Path
@@ -9,7 +10,7 @@ from accelbench.levers import check_levers, label
 from accelbench.store.db import Store
 from accelbench.store.results_file import read_export
 
-from .conftest import run_cli
+from .conftest import digest, run_cli
 
 DATA = Path(__file__).with_name("data")
 # The labels the previous version printed for the fixtures' five results, newest first.
@@ -54,11 +55,14 @@ def test_an_export_version_2_file_reads_as_the_same_results(tmp_path):
     assert {r.uid: r.spec for r in imported} == stored
 
 
-def test_the_same_sweep_keeps_its_id_and_resume_finds_it_done(tmp_path):
+def test_the_same_sweep_keeps_its_id_and_resume_into_it_is_refused(tmp_path):
     db = _old_db(tmp_path)
+    before = digest(db)
     for sweep, args in SWEEPS.items():
         out = run_cli("run", *args, *TIMING, "--resume", "--db", str(db), "--quiet")
-        assert out.returncode == 0, out.stderr
-        assert f"sweep {sweep}" in out.stdout + out.stderr
-    with Store(db) as store:
-        assert len(store.results()) == 5  # nothing measured again
+        assert out.returncode == 2 and out.stdout == ""
+        assert f"--resume: sweep {sweep} was stored by an earlier accelbench" in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1
+    assert digest(db) == before  # nothing stored is changed
+    with Store(db, create=False) as store:
+        assert len(store.results()) == 5  # and every result still reads

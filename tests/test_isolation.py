@@ -272,7 +272,7 @@ def test_a_worker_that_never_gets_ready_has_a_start_up_limit(monkeypatch):
 
 def test_the_timeout_help_says_what_it_covers():
     said = " ".join(run_cli("run", "--help").stdout.split())  # as one line, unwrapped
-    assert "S seconds after its worker is ready" in said
+    assert "give up on one process of a configuration S seconds after it is ready" in said
     assert f"the longer of {worker.START_LIMIT_S:g} s and S" in said
 
 

@@ -14,13 +14,17 @@ import time
 from rich.console import Console
 from rich.progress import TimeRemainingColumn
 
+from accelbench.analysis.trust import machine_caveats
 from accelbench.core import metrics as keys
 from accelbench.core.metrics import MachineState, Metrics, check_metrics
 from accelbench.devices.state import HostReader, NvmlState, StateMeter
 from accelbench.engine.track import progress_bar
-from accelbench.render.console.run_notes import machine_state_notes
 
 from .conftest import run_cli
+
+
+def machine_state_notes(state):
+    return [c.text for c in machine_caveats(state)]
 
 
 def _stat(busy_ticks: int, steal_ticks: int = 0) -> str:

@@ -127,7 +127,7 @@ def test_metrics_read_the_same_after_the_database(tmp_path):
 
 
 def test_writers_records_read_back_as_the_values_that_wrote_them():
-    probe = keys.Probe(batch_size=4, step_time_s=0.02, blocks=5, ci_low=0.019, ci_high=0.021)
+    probe = keys.Probe(4, 0.02, blocks=5, ci_low=0.019, ci_high=0.021, steps=(0.02, 0.021))
     assert probe.to_metrics() == {
         keys.PROBE: {
             "batch_size": 4,
@@ -135,6 +135,7 @@ def test_writers_records_read_back_as_the_values_that_wrote_them():
             "blocks": 5,
             "ci_low": 0.019,
             "ci_high": 0.021,
+            "steps": (0.02, 0.021),
         }
     }
     assert keys.Probe.from_metrics(probe.to_metrics()) == probe

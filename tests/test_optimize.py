@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from accelbench.core.metrics import Drift
+from accelbench.core.metrics import Drift, Rounds
 from accelbench.core.result import Result
 from accelbench.core.stats import Measurement
 from accelbench.devices import resolve_devices
@@ -33,11 +33,16 @@ def _names(rungs):
     return [r.name for r in rungs]
 
 
-def _result(spec, seconds, drift=None, seed=0):
+def _result(spec, seconds, drift=None, seed=0, processes=1):
+    """`processes` processes of 12 samples each, 1% noise (fp32 eager runs in three: its
+    spread is what a single-process variant's interval borrows)."""
     rng = np.random.default_rng(seed)
-    samples = tuple(seconds * (1 + 0.01 * rng.standard_normal(12)))
+    samples = tuple(seconds * (1 + 0.01 * rng.standard_normal(12 * processes)))
     metrics = {"drift": drift} if drift else {}
-    return Result(spec=spec, status="ok", measurement=Measurement(samples), metrics=metrics)
+    rounds = ((12, 0),) * processes
+    metrics |= Rounds(passes=tuple(range(processes)), complete=True).to_metrics()
+    measured = Measurement(samples, (), 1, rounds)
+    return Result(spec=spec, status="ok", measurement=measured, metrics=metrics)
 
 
 def test_the_recommendation_refuses_a_variant_whose_drift_exceeds_the_tolerance():
@@ -50,7 +55,7 @@ def test_the_recommendation_refuses_a_variant_whose_drift_exceeds_the_tolerance(
     close = {"max_rel_error": 0.001, "top1_agreement": 1.0}
     far = {"max_rel_error": 0.2, "top1_agreement": 0.7}
     results = [
-        _result(base, 1.0),
+        _result(base, 1.0, processes=3),
         _result(rungs[1].spec, 0.8, close, seed=1),  # 1.25x, within tolerance
         _result(rungs[2].spec, 0.5, far, seed=2),  # 2x, but drifts too far
     ]

@@ -9,10 +9,15 @@ import sys
 import time
 from pathlib import Path
 
+from accelbench.analysis.trust import machine_caveats
 from accelbench.core.metrics import MachineState
 from accelbench.devices.processes import ProcessTimes, busiest
 from accelbench.devices.state import StateMeter
-from accelbench.render.console.run_notes import machine_state_notes
+
+
+def machine_state_notes(state):
+    return [c.text for c in machine_caveats(state)]
+
 
 
 def _proc(

@@ -46,14 +46,6 @@ def test_rate_is_summarized_over_per_block_rates():
     assert m.rate.ci_low == pytest.approx(1.0) and m.rate.ci_high == pytest.approx(4.0)
 
 
-def test_warnings_name_too_few_samples_and_noise():
-    assert "needs 6 or more" in Measurement(samples=(1.0, 1.0, 1.0)).warnings[0]
-    steady = Measurement(samples=tuple([1.0] * 10))
-    assert steady.warnings == []
-    noisy = Measurement(samples=(1.0, 1.5, 0.7, 1.2, 0.9, 1.4, 0.8, 1.3))
-    assert noisy.warnings and noisy.warnings[0].startswith("noisy")
-
-
 def test_summarize_refuses_no_samples():
     with pytest.raises(ValueError):
         summarize(np.array([]))

@@ -3,10 +3,11 @@
 import json
 import textwrap
 
+from accelbench.core.metrics import Rounds
 from accelbench.core.result import Result
 from accelbench.devices import resolve_devices
 from accelbench.engine.measure import StopRule
-from accelbench.engine.sweep import Sweep, run_configs
+from accelbench.engine.sweep import Progress, Sweep, run_interleaved
 from accelbench.engine.worker import run_isolated
 from accelbench.workloads import WorkloadRef, get_workload
 
@@ -65,18 +66,23 @@ def test_stop_rule_follows_the_workload_unless_told():
     assert timed.stop_rule(get_workload("mlp")).blocks is None
 
 
-def test_run_configs_skips_what_is_done_and_tags_the_sweep():
+def test_processes_interleave_pass_by_pass_and_stop_when_each_plan_is_complete():
     sweep = Sweep(workloads=(WorkloadRef("mlp"),), devices=("cpu",), modes=("train", "infer"))
-    configs = sweep.configs([get_workload("mlp")], [CPU])
+    a, b = sweep.configs([get_workload("mlp")], [CPU])
+    wanted = {a.spec: 3, b.spec: 2}  # processes each configuration's plan asks for
     seen = []
 
-    def fake_run(config):
-        seen.append(config.spec)
-        return Result(spec=config.spec, status="ok")
+    def fake_process(progress, pass_no):
+        seen.append((progress.config.spec.mode, pass_no))
+        before = progress.result.facts.rounds.passes if progress.result else ()
+        passes = (*before, pass_no)
+        rounds = Rounds(passes=passes, complete=len(passes) == wanted[progress.config.spec])
+        return Result(spec=progress.config.spec, status="ok", metrics=rounds.to_metrics())
 
-    results = run_configs(configs, fake_run, "abc", done={configs[0].spec})
-    assert seen == [configs[1].spec]
-    assert [r.sweep for r in results] == ["abc"]
+    todo = [Progress(a), Progress(b)]
+    run_interleaved(todo, fake_process, first_pass=4)
+    assert seen == [("train", 4), ("infer", 4), ("train", 5), ("infer", 5), ("train", 6)]
+    assert [p.result.facts.rounds.passes for p in todo] == [(4, 5, 6), (4, 5)]
 
 
 def test_a_worker_runs_in_its_own_process_and_reports_blocks():

@@ -1,21 +1,28 @@
-"""Results side by side: speedups with bootstrap confidence intervals, and regression checks.
+"""Results side by side: speedups with confidence intervals, and regression checks.
 
-A speedup is the ratio of two medians of per-sample throughputs (samples/s, so that different
-batch sizes and workloads compare fairly). Its 95% interval comes from the raw
-samples by the bootstrap (scipy's, percentile method): resample each side, take the ratio of the
-medians, repeat. Where the interval holds 1.0 the difference is not significant, and is marked
-so: seed 000's author could not tell a difference from noise; this can.
+A speedup is the ratio of two results' throughputs (samples/s, so that different batch sizes
+and workloads compare fairly), each the geometric mean of its processes' medians. The process
+is the unit of noise (core.levels), so the interval is taken over processes, on the log scale:
+- two configurations of one sweep ran their processes side by side, pass by pass
+  (engine/rounds): the ratio is taken within each pass, and Student's t over those ratios, so
+  the host's drift, which moves both alike, cancels;
+- otherwise (two sweeps, two machines) Welch's t over the two sets of process medians, its
+  degrees of freedom rounded down (the wider, safer interval).
+Below two processes or six timed samples on a side there is no interval, and the speedup says
+what is missing rather than call anything significant. Where the interval holds 1.0 the
+difference is not significant, and is marked so: seed 000's author could not tell a difference
+from noise; this can.
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # numpy loads when a speedup is computed, not for --help
-    import numpy as np
-
+from ..core.levels import MIN_PROCESSES, log_interval, t_quantile
 from ..core.result import DEFAULT_BACKEND, Result, RunSpec, machine_of
 from ..devices.kinds import BASELINE_DEVICE
 
@@ -32,15 +39,16 @@ __all__ = [
     "speedup",
 ]
 
-RESAMPLES = 2000
+MIN_SAMPLES = 6  # timed samples on each side, over its processes, for any interval
 
 
 @dataclass(frozen=True)
 class Speedup:
-    ratio: float  # candidate's median samples/s over the baseline's
+    ratio: float  # candidate's samples/s over the baseline's
     low: float
     high: float
-    no_interval: str = ""  # why there is none ("1 sample: too few..."); then low 0, high inf
+    no_interval: str = ""  # why there is none ("1 process: too few..."); then low 0, high inf
+    method: str = ""  # how the interval was taken: paired pass by pass, or unpaired
 
     @property
     def significant(self) -> bool:
@@ -59,40 +67,99 @@ class Speedup:
             "ci95_low": self.low if bounded else None,
             "ci95_high": self.high if bounded else None,
             "significant": self.significant,
+            "method": self.method,
             **({"no_interval": self.no_interval} if self.no_interval else {}),
         }
 
 
-def _rates(result: Result) -> np.ndarray:
-    """Samples per second of each timed sample: comparable across batch sizes and workloads."""
-    import numpy as np
-
+def _process_rates(result: Result) -> list[float]:
+    """Samples per second of each process: its median, over its own samples."""
     m = result.measurement
     assert m is not None
-    return m.repeat * result.samples_per_block / np.asarray(m.samples, dtype=float)
+    return [p.rate.median * result.samples_per_block for p in m.per_process]
 
 
-def speedup(candidate: Result, baseline: Result, seed: int = 0) -> Speedup:
-    """Candidate over baseline, per-sample rates, with a bootstrap 95% interval."""
-    import numpy as np
-    from scipy.stats import bootstrap
+def speedup(candidate: Result, baseline: Result, spread_from: Result | None = None) -> Speedup:
+    """Candidate over baseline, with a 95% interval over their processes: paired pass by pass
+    where they ran side by side, else unpaired; none, saying why, with too few.
 
-    a, b = _rates(candidate), _rates(baseline)
-    ratio = float(np.median(a) / np.median(b))
-    if len(a) < 2 or len(b) < 2:  # nothing to resample: the interval is unknown, say so
-        fewest = min(len(a), len(b))
-        why = f"{fewest} timed sample{'s' if fewest != 1 else ''}: too few to resample"
-        return Speedup(ratio, 0.0, float("inf"), why)
-    result = bootstrap(
-        (a, b),
-        lambda x, y, axis: np.median(x, axis=axis) / np.median(y, axis=axis),
-        n_resamples=RESAMPLES,
-        method="percentile",
-        vectorized=True,
-        random_state=np.random.default_rng(seed),
-    )
-    interval = result.confidence_interval
-    return Speedup(ratio, float(interval.low), float(interval.high))
+    `spread_from` (optimize's fp32 eager, measured in several processes) lends its spread
+    between processes to a side measured in one: the same model on the same host is taken to
+    vary from process to process as much (`_pooled`)."""
+    a, b = _process_rates(candidate), _process_rates(baseline)
+    center = _geometric_mean(a) / _geometric_mean(b)
+    missing = _too_few(candidate, baseline)
+    if missing and spread_from is not None and not _too_few(spread_from, spread_from):
+        return _pooled(candidate, baseline, spread_from, center)
+    if missing:
+        return Speedup(center, 0.0, float("inf"), missing)
+    pairs = _pairs(candidate, baseline)
+    if len(pairs) >= MIN_PROCESSES:
+        found = log_interval([x / y for x, y in pairs])
+        assert found is not None
+        how = f"paired: {len(pairs)} processes each, side by side"
+        return Speedup(found.center, found.low, found.high, method=how)
+    low, high = _welch(a, b)
+    how = f"unpaired: {len(a)} and {len(b)} processes"
+    return Speedup(center, center * low, center * high, method=how)
+
+
+def _pooled(candidate: Result, baseline: Result, spread_from: Result, center: float) -> Speedup:
+    """Student's t with one spread between processes for all (pooled over the results' own
+    processes, `spread_from`'s among them): the interval a side of one process can have."""
+    distinct = {id(r): r for r in (candidate, baseline, spread_from)}.values()
+    squares, df = 0.0, 0
+    for r in distinct:
+        logs = [math.log(x) for x in _process_rates(r)]
+        mean = math.fsum(logs) / len(logs)
+        squares += math.fsum((x - mean) ** 2 for x in logs)
+        df += len(logs) - 1
+    na, nb = len(_process_rates(candidate)), len(_process_rates(baseline))
+    half = t_quantile(df) * math.sqrt(squares / df * (1 / na + 1 / nb))
+    how = f"pooled: {na} and {nb} processes, the spread between processes of {df + len(distinct)}"
+    return Speedup(center, center * math.exp(-half), center * math.exp(half), method=how)
+
+
+def _too_few(candidate: Result, baseline: Result) -> str:
+    """What an interval would lack on either side, or ""."""
+    for side, r in (("candidate", candidate), ("baseline", baseline)):
+        m = r.measurement
+        assert m is not None
+        name = f"#{r.id}" if r.id is not None else f"the {side}"
+        if m.processes < MIN_PROCESSES:
+            return (
+                f"{name} ran in {m.processes} process: too few to bound the spread between "
+                f"processes (needs {MIN_PROCESSES} on each side)"
+            )
+        if len(m.samples) < MIN_SAMPLES:
+            return f"{name} has {len(m.samples)} timed samples: too few (needs {MIN_SAMPLES})"
+    return ""
+
+
+def _pairs(candidate: Result, baseline: Result) -> list[tuple[float, float]]:
+    """The two results' process rates that ran in the same pass of the same sweep."""
+    ra, rb = candidate.facts.rounds, baseline.facts.rounds
+    if not candidate.sweep or candidate.sweep != baseline.sweep or ra is None or rb is None:
+        return []
+    by_pass_a = dict(zip(ra.passes, _process_rates(candidate), strict=False))
+    by_pass_b = dict(zip(rb.passes, _process_rates(baseline), strict=False))
+    return [(by_pass_a[n], by_pass_b[n]) for n in sorted(set(by_pass_a) & set(by_pass_b))]
+
+
+def _geometric_mean(values: Sequence[float]) -> float:
+    return math.exp(math.fsum(map(math.log, values)) / len(values))
+
+
+def _welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """The 95% interval of the ratio of two geometric means over its center, as factors:
+    Welch's t on the logs, its degrees of freedom rounded down."""
+    la, lb = [math.log(x) for x in a], [math.log(x) for x in b]
+    va, vb = statistics.variance(la) / len(la), statistics.variance(lb) / len(lb)
+    if va + vb == 0:
+        return 1.0, 1.0
+    df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
+    half = t_quantile(max(1, math.floor(df))) * math.sqrt(va + vb)
+    return math.exp(-half), math.exp(half)
 
 
 @dataclass(frozen=True)
@@ -213,12 +280,25 @@ class Change:
     speedup: Speedup | None  # None when the candidate failed
     regression: bool
 
+    @property
+    def verdict(self) -> str:
+        """REGRESSION, faster, ok (no slowdown past the threshold that the data can show), or
+        undetermined (too few processes or samples to tell)."""
+        if self.regression:
+            return "REGRESSION"
+        if self.speedup is not None and self.speedup.no_interval:
+            return "undetermined"
+        if self.speedup is not None and self.speedup.significant and self.speedup.ratio > 1:
+            return "faster"
+        return "ok"
+
 
 def compare_runs(
     baseline: Sequence[Result], candidate: Sequence[Result], threshold: float
 ) -> list[Change]:
     """Match configurations between two runs. A regression is a significant slowdown of more
-    than `threshold` (0.05 for 5%), or a failure where the baseline succeeded."""
+    than `threshold` (0.05 for 5%), or a failure where the baseline succeeded; a slowdown the
+    data cannot bound (too few processes or samples) is undetermined, never a regression."""
     before = {r.spec: r for r in reversed(baseline) if r.measurement}  # newest wins
     changes = []
     for r in candidate:

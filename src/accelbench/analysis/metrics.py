@@ -1,9 +1,9 @@
 """Figures derived from a measured result: FLOPs, achieved FLOP/s, MFU, and the verdict.
 
-FLOPs are counted once per workload and mode (they do not depend on the device, precision or
-memory layout), on PyTorch's meta device where the model allows it, so counting costs no
-compute; per-sample figures scale to any batch. Peak figures come from a calibration stored for
-the device, else from the table of known devices.
+FLOPs are counted by the configuration's first worker process (`model_facts`: the user's model
+runs nowhere else), on PyTorch's meta device where the model allows it, so counting costs no
+compute; per-sample figures scale to any batch. The parent (`Analyzer`) only divides: peak
+figures come from a calibration stored for the device, else from the table of known devices.
 """
 
 from __future__ import annotations
@@ -14,17 +14,20 @@ from typing import Any
 import torch
 
 from ..core import metrics as keys
+from ..core.levels import log_interval
+from ..core.metrics import Probe
 from ..core.peaks import PeakFigures
-from ..core.result import Result
+from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
 from ..core.vocab import GENERATE
 from ..devices import HOST_DEVICE, Device
 from ..devices.peaks import known_peaks
 from ..workloads import Workload
 from ..workloads.llm import LanguageModel
+from .trust import machine_caveats
 from .verdict import Timing, judge
 
-__all__ = ["Analyzer", "count_flops_per_sample"]
+__all__ = ["Analyzer", "count_flops_per_sample", "model_facts"]
 
 _COUNT_BATCH = 2
 
@@ -70,62 +73,66 @@ def _count_on(workload: Workload, mode: str, device: torch.device, count: Any) -
     return float(count(model, inputs, workload.forward, loss)) / _COUNT_BATCH
 
 
+def model_facts(workload: Workload, spec: RunSpec) -> dict[str, Any]:
+    """What the parent needs to know of the model to derive its figures, found by running the
+    model's code here, in the worker: FLOPs per sample of the mode's step, whether its forward
+    takes channels_last inputs, and a generation's forward FLOPs (prefill and decode step)."""
+    if spec.mode == GENERATE:
+        if not isinstance(workload, LanguageModel) or spec.prompt_length is None:
+            return {}
+        from .bandwidth import count_prefill_flops
+
+        return {
+            keys.PREFILL_FLOPS_PER_SEQUENCE: count_prefill_flops(workload, spec.prompt_length),
+            # a one-token forward is the decode step's work but its attention over the cache
+            keys.DECODE_FLOPS_PER_SEQUENCE: count_prefill_flops(workload, 1),
+        }
+    return {
+        keys.FLOPS_PER_SAMPLE: count_flops_per_sample(workload, spec.mode),
+        keys.CHANNELS_LAST_APPLIES: channels_last_applies(workload),
+    }
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 class Analyzer:
-    """Adds derived figures to results, caching FLOP counts and peak figures."""
+    """Adds derived figures to results from what their worker recorded and the device's peaks;
+    it never runs the model."""
 
     def __init__(self, calibrated: dict[str, PeakFigures] | None = None) -> None:
         self._calibrated = calibrated or {}  # device model -> figures measured here
-        self._flops: dict[tuple[str, str], float | None] = {}
-        self._layouts: dict[str, bool] = {}  # workload -> whether channels_last applies
-
-    def _channels_last(self, workload: Workload) -> bool:
-        if workload.name not in self._layouts:
-            self._layouts[workload.name] = channels_last_applies(workload)
-        return self._layouts[workload.name]
 
     def peaks(self, device: Device) -> PeakFigures | None:
         return self._calibrated.get(device.model) or known_peaks(device.model)
 
-    def __call__(self, result: Result, workload: Workload, device: Device) -> Result:
-        m = result.measurement
-        if m is None:
+    def __call__(self, result: Result, device: Device) -> Result:
+        if result.measurement is None:
             return result
         if result.spec.mode == GENERATE:  # its phases have figures of their own
-            return self._generation(result, workload, device)
-        key = (result.spec.workload, result.spec.mode)
-        if key not in self._flops:
-            self._flops[key] = count_flops_per_sample(workload, result.spec.mode)
+            return self._generation(result, device)
         # Channel pruning made the model itself cheaper: its worker counted the pruned model.
         pruning = result.facts.pruning
-        per_sample = self._flops[key]
+        per_sample = _number(result.metrics.get(keys.FLOPS_PER_SAMPLE))
         if pruning is not None and pruning.flops_per_sample is not None:
             per_sample = pruning.flops_per_sample
-        figures = self._figures(
-            result, per_sample, self.peaks(device), device, self._channels_last(workload)
-        )
+        channels_last = bool(result.metrics.get(keys.CHANNELS_LAST_APPLIES, True))
+        figures = self._figures(result, per_sample, self.peaks(device), device, channels_last)
         return replace(result, metrics={**result.metrics, **figures})
 
-    def _generation(self, result: Result, workload: Workload, device: Device) -> Result:
+    def _generation(self, result: Result, device: Device) -> Result:
         """A generation's bandwidth share and prefill MFU (analysis/bandwidth)."""
         from .bandwidth import generation_figures
 
-        found, spec = result.facts.generation, result.spec
-        if found is None or not isinstance(workload, LanguageModel):
+        found, spec, metrics = result.facts.generation, result.spec, result.metrics
+        if found is None:
             return result
-        # a one-token forward is the decode step's work but its attention over the cache
-        prefill, decode = (self._forward_flops(workload, n) for n in (found.prompt_length, 1))
+        prefill = _number(metrics.get(keys.PREFILL_FLOPS_PER_SEQUENCE))
+        decode = _number(metrics.get(keys.DECODE_FLOPS_PER_SEQUENCE))
         figures = generation_figures(found, spec.precision, self.peaks(device), prefill, decode)
-        group = {**result.metrics[keys.GENERATION], **figures}
-        return replace(result, metrics={**result.metrics, keys.GENERATION: group})
-
-    def _forward_flops(self, workload: LanguageModel, length: int) -> float | None:
-        """A language model's forward FLOPs over `length` tokens, counted once per run."""
-        from .bandwidth import count_prefill_flops
-
-        key = (workload.name, f"prefill {length}")
-        if key not in self._flops:
-            self._flops[key] = count_prefill_flops(workload, length)
-        return self._flops[key]
+        group = {**metrics[keys.GENERATION], **figures}
+        return replace(result, metrics={**metrics, keys.GENERATION: group})
 
     def _figures(
         self,
@@ -165,9 +172,13 @@ class Analyzer:
             bytes_per_step=(2.0 if spec.mode == "train" else 1.0) * memory if memory else None,
             step_ci=_per_step_ci(m, spec.steps_per_block),
             probe_ci=probe.ci if probe else None,
+            paired_growth=_paired_growth(m, spec.steps_per_block, probe),
             graphs=device.can_capture_graphs,
             faster_precisions=_faster_than_fp32(peaks),
             channels_last=channels_last,
+            caveat="; ".join(
+                c.text for c in machine_caveats(result.facts.machine_state) if c.decisive
+            ),
             **_profile_evidence(result),
         )
         out[keys.VERDICT] = judge(timing).to_dict()
@@ -179,6 +190,23 @@ def _per_step_ci(m: Measurement, steps_per_block: int) -> tuple[float, float] | 
     if time.ci_low is None or time.ci_high is None:
         return None
     return time.ci_low / steps_per_block, time.ci_high / steps_per_block
+
+
+def _paired_growth(
+    m: Measurement, steps_per_block: int, probe: Probe | None
+) -> tuple[float, float, float, int] | None:
+    """How much longer a step took at the batch than at the probe's, process by process (each
+    process's own step against its own probe, so a slow process slows both): the geometric
+    mean of those ratios, its 95% interval, and the processes; None without a probe in each
+    of two processes or more."""
+    if probe is None or m.processes < 2 or len(probe.steps) != m.processes:
+        return None
+    ratios = [
+        p.time.median / steps_per_block / probe_step
+        for p, probe_step in zip(m.per_process, probe.steps, strict=True)
+    ]
+    found = log_interval(ratios)
+    return None if found is None else (found.center, found.low, found.high, found.count)
 
 
 def _profile_evidence(result: Result) -> dict[str, Any]:

@@ -57,6 +57,13 @@ class Timing:
     bytes_per_step: float | None = None  # an estimate, see analysis
     step_ci: tuple[float, float] | None = None  # the step's 95% CI, seconds
     probe_ci: tuple[float, float] | None = None  # the probe's
+    # Over several processes: the step's time over the probe's, process by process: their
+    # geometric mean, its 95% interval (Student's t) and the processes. It replaces the two
+    # intervals above, which ignore that a slow process slows both.
+    paired_growth: tuple[float, float, float, int] | None = None
+    # Why the machine's state makes the probe untrustworthy ("" when it does not): the verdict
+    # is then undetermined, whatever the ratio (analysis/trust).
+    caveat: str = ""
     busy_share: float | None = None  # the profile's: share of the step with a kernel running
     kernels_per_step: float | None = None
     mean_kernel_s: float | None = None
@@ -103,15 +110,25 @@ def _probe_witness(t: Timing) -> Verdict:
             "(batch 1, --no-verdict, --max-batch, data-parallel, or the probe failed)",
         )
     work, growth = t.batch / t.probe_batch, t.step_s / t.probe_step_s
+    if t.paired_growth is not None:
+        growth = t.paired_growth[0]
     scaled = f"{work:.0f}x the batch took {growth:.2f}x the time ({_steps(t)})"
-    noisy = _noisy(t, work, growth)
+    noisy = t.caveat or _noisy(t, work, growth)
     if noisy:
         return Verdict(
             "undetermined", f"undetermined: the machine was too noisy to tell: {scaled}; {noisy}"
         )
     if growth < _threshold(work):
-        return Verdict("launch-bound", f"launch-bound: {scaled}")
-    return Verdict("not", scaled)
+        return Verdict("launch-bound", f"launch-bound: {scaled}{_paired(t)}")
+    return Verdict("not", f"{scaled}{_paired(t)}")
+
+
+def _paired(t: Timing) -> str:
+    """The paired interval behind the ratio, where there is one."""
+    if t.paired_growth is None:
+        return ""
+    _, low, high, processes = t.paired_growth
+    return f"; {low:.2f}x to {high:.2f}x over {processes} processes, each against its own probe"
 
 
 def _steps(t: Timing) -> str:
@@ -134,12 +151,15 @@ def _noisy(t: Timing, work: float, growth: float) -> str:
         return "a larger batch cannot take much less time than a smaller one"
     if growth > IMPOSSIBLE_GROWTH * work:
         return f"{growth:.1f}x the time for {work:.0f}x the work is beyond what the work explains"
-    if t.step_ci is None or t.probe_ci is None or min(t.probe_ci) <= 0:
+    if t.paired_growth is not None:
+        low, high = t.paired_growth[1], t.paired_growth[2]
+    elif t.step_ci is None or t.probe_ci is None or min(t.probe_ci) <= 0:
         return ""
-    low, high = t.step_ci[0] / t.probe_ci[1], t.step_ci[1] / t.probe_ci[0]
+    else:
+        low, high = t.step_ci[0] / t.probe_ci[1], t.step_ci[1] / t.probe_ci[0]
     if low < _threshold(work) <= high:
         return (
-            f"the two intervals allow {low:.2f}x to {high:.2f}x, on both sides of the "
+            f"the interval allows {low:.2f}x to {high:.2f}x, on both sides of the "
             f"launch-bound line at {_threshold(work):.2f}x"
         )
     return ""

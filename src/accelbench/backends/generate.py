@@ -21,6 +21,7 @@ from torch import nn
 from ..analysis.bandwidth import kv_cache_bytes, mean_decode_length
 from ..analysis.drift import cached, compare_generations
 from ..core import metrics as keys
+from ..core.metrics import Generation
 from ..core.stats import Measurement
 from ..levers import Prepared
 from ..workloads.llm import KVLayout, LanguageModel, forward_with_cache
@@ -134,14 +135,14 @@ class GenerationLog:
             ),
         }
         if every:
-            p50 = statistics.median(every)
+            p50, p90 = Generation.step_percentiles(every)
             positions = self.static_length or mean_decode_length(
                 self.prompt_length, self.new_tokens
             )
             kv = self._kv(positions)
             out.update(
                 token_p50_s=p50,
-                token_p90_s=_p90(every),
+                token_p90_s=p90,
                 decode_tokens_per_s=self.batch_size
                 * (self.new_tokens - 1)
                 / statistics.median(decode),
@@ -154,12 +155,6 @@ class GenerationLog:
 
     def _kv(self, length: float) -> float:
         return kv_cache_bytes(self.layout, length, self.batch_size, self.cache_dtype_bytes)
-
-
-def _p90(values: list[float]) -> float:
-    if len(values) < 2:
-        return values[0]
-    return statistics.quantiles(values, n=10, method="inclusive")[-1]
 
 
 def generation_step(prep: Prepared, clock: Clock = time.perf_counter) -> Callable[[], None]:

@@ -20,10 +20,13 @@ def add_parser(commands: Commands) -> None:
 
     compare = commands.add_parser(
         "compare",
-        help="results side by side with bootstrap confidence intervals; or a regression check",
+        help="results side by side with confidence intervals over processes; or a regression "
+        "check",
         description="Compare results that differ in one dimension (--by), each against a "
-        "baseline, with a bootstrap 95% CI from the raw samples; or check a candidate run "
-        "against a baseline run (--baseline RUN --candidate RUN) and exit 1 on a regression.",
+        "baseline, with a 95% CI taken over their processes (paired where they ran side by "
+        "side in one sweep); or check a candidate run against a baseline run (--baseline RUN "
+        "--candidate RUN) and exit 1 on a regression. A comparison with fewer than 2 processes "
+        "or 6 timed samples on a side has no interval and says so: never a regression.",
     )
     compare.add_argument(
         "--by",
@@ -100,6 +103,7 @@ def _regressions(args: argparse.Namespace, store: Store) -> int:
                     "speedup": c.speedup.to_dict() if c.speedup else None,
                     "candidate_status": c.candidate.status,
                     "regression": c.regression,
+                    "verdict": c.verdict,
                 }
                 for c in changes
             ]

@@ -57,8 +57,16 @@ def exit_code(statuses: Iterable[str]) -> int:
 
 
 def result_json(result: Result) -> dict[str, Any]:
-    """A result as the --json outputs show it: everything, with its configuration's label and
-    every lever's value in its spec."""
+    """A result as the --json outputs show it: everything, with its configuration's label,
+    every lever's value in its spec, and its caveats (analysis/trust)."""
+    from dataclasses import asdict
+
+    from ..analysis.trust import trust_of
     from ..levers import label, spec_json
 
-    return {**result.to_dict(label=label(result.spec)), "spec": spec_json(result.spec)}
+    caveats = [asdict(c) for c in trust_of(result).caveats]
+    return {
+        **result.to_dict(label=label(result.spec)),
+        "spec": spec_json(result.spec),
+        "caveats": caveats,
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from ..core.levels import DEFAULT_POLICY
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD, MODES
 from ..errors import UsageError
 from .lever_options import add_lever_options, lever_values
@@ -130,15 +131,17 @@ def add_timing(timing: argparse._ArgumentGroup) -> None:
         "--epochs",
         type=count(1),
         metavar="N",
-        help="time exactly N its (default: the workload's, 100 for the seed "
-        "workloads; otherwise the stop rule of --max-time)",
+        help="time exactly N its in all, spread evenly over the configuration's processes "
+        "(default: the workload's, 100 for the seed workloads; otherwise the stop rule of "
+        "--max-time)",
     )
     timing.add_argument(
         "--max-time",
         type=seconds,
         metavar="S",
-        help="time its until the 95%% CI is within 2%% of the median or S "
-        "seconds pass (default for workloads without a fixed count: 20)",
+        help="time its for S seconds in all, shared by the configuration's processes, each "
+        "stopping early once its 95%% CI is within 2%% of its median (default for workloads "
+        "without a fixed count: 20)",
     )
     timing.add_argument(
         "--warmup",
@@ -149,11 +152,28 @@ def add_timing(timing: argparse._ArgumentGroup) -> None:
         "2, the last of which sizes its samples; a compiled decode step on generate at least 2)",
     )
     timing.add_argument(
+        "--rounds",
+        type=count(1),
+        metavar="N",
+        help="measure each configuration in exactly N processes, one after another (the "
+        "interval is taken across them); not --nproc-per-node, which splits one step over "
+        f"ranks (default: adaptive: {DEFAULT_POLICY.least} first, then as many as the spread "
+        f"between them asks for an interval within {DEFAULT_POLICY.target:.0%}%, up to "
+        "--max-rounds and within --max-time; with --epochs, the its spread over "
+        f"{DEFAULT_POLICY.least})",
+    )
+    timing.add_argument(
+        "--max-rounds",
+        type=count(1),
+        metavar="N",
+        help=f"the most processes an adaptive count may reach (default: {DEFAULT_POLICY.most})",
+    )
+    timing.add_argument(
         "--timeout",
         type=seconds,
         default=900.0,
         metavar="S",
-        help="give up on one configuration S seconds after its worker is ready (default: "
+        help="give up on one process of a configuration S seconds after it is ready (default: "
         "900): loading, building, checking and timing the model count; starting the worker "
         "(interpreter, imports) has its own limit, the longer of 60 s and S",
     )
@@ -245,10 +265,14 @@ def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
     """Run a checked plan, store it, and print its tables (and explanations) or its JSON."""
     from ..render.console import explanation_blocks, run_tables
     from ..store.db import Store
-    from ..workflows.benchmark import run_plan
+    from ..workflows.benchmark import resumable, run_plan
 
+    resume = getattr(args, "resume", False)
+    if resume and db_path(args).is_file():  # refuse what cannot be resumed, writing nothing
+        with Store(db_path(args), create=False) as stored:
+            resumable(checked, stored)
     with Store(db_path(args)) as store:
-        results = run_plan(checked, store, resume=getattr(args, "resume", False), quiet=args.quiet)
+        results = run_plan(checked, store, resume=resume, quiet=args.quiet)
     sweep = checked.sweep.id
     if args.json:
         emit_json(

@@ -13,8 +13,11 @@ Who writes which keys (units are on each value's fields below):
 - engine/profile (with --profile or `explain`): explain (an Explanation, core/explanation),
   explain_error (why there is none); overhead's profile_s
 - engine/worker: overhead's start_s, import_s, wall_s (where one configuration's seconds went)
-- analysis/metrics: flops_per_sample (FLOP), achieved_flops (FLOP/s), peak_flops (FLOP/s),
-  peak_source, mfu (a share), verdict (the bottleneck verdict)
+- analysis/metrics, in the worker's first process: flops_per_sample (FLOP),
+  channels_last_applies, prefill_flops_per_sequence and decode_flops_per_sequence (FLOP,
+  mode "generate"); and in the parent from those: achieved_flops (FLOP/s), peak_flops
+  (FLOP/s), peak_source, mfu (a share), verdict (the bottleneck verdict)
+- engine/rounds: rounds (how the configuration's processes were planned and run)
 - levers/prune (through the prepared run's info): pruning
 - backends/onnxruntime (the same way): onnxruntime
 - engine/dist: ranks, world_size
@@ -44,7 +47,9 @@ from .explanation import Explanation
 __all__ = [
     "ACHIEVED_FLOPS",
     "COREML",
+    "CHANNELS_LAST_APPLIES",
     "CPU_FALLBACK_OPS",
+    "DECODE_FLOPS_PER_SEQUENCE",
     "DEVICE_MEMORY",
     "DRIFT",
     "EXPLAIN",
@@ -65,9 +70,11 @@ __all__ = [
     "ONNXRUNTIME",
     "OPTIMIZE",
     "OVERHEAD",
+    "OWN_STEPS",
     "P99_MIN_SAMPLES",
     "PEAK_FLOPS",
     "PEAK_SOURCE",
+    "PREFILL_FLOPS_PER_SEQUENCE",
     "POWER",
     "POWER_UNAVAILABLE",
     "POWER_WARNING",
@@ -75,6 +82,7 @@ __all__ = [
     "PROBE_ERROR",
     "PRUNING",
     "RANKS",
+    "ROUNDS",
     "SAMPLES_PER_S_PER_WATT",
     "SCALING_EFFICIENCY",
     "SCALING_UNAVAILABLE",
@@ -101,6 +109,7 @@ __all__ = [
     "Probe",
     "Pruning",
     "RankFigures",
+    "Rounds",
     "Verification",
 ]
 
@@ -144,6 +153,11 @@ MACHINE_STATE = "machine_state"
 CPU_FALLBACK_OPS = "cpu_fallback_ops"
 COREML = "coreml"
 LOAD_S = "load_s"
+# What the first process learns of the model itself, so the parent never calls the user's code
+# (issue 25): whether its forward takes channels_last inputs, and a generation's forward FLOPs.
+CHANNELS_LAST_APPLIES = "channels_last_applies"
+PREFILL_FLOPS_PER_SEQUENCE = "prefill_flops_per_sequence"
+DECODE_FLOPS_PER_SEQUENCE = "decode_flops_per_sequence"
 
 
 def _group(metrics: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
@@ -162,10 +176,13 @@ class Probe:
     """The same configuration timed at a smaller batch (`probe`), for the bottleneck verdict."""
 
     batch_size: int
-    step_time_s: float  # seconds per step, median
+    step_time_s: float  # seconds per step: the median, or over processes their geometric mean
     blocks: int | None = None  # timed blocks behind the median; None where not recorded
-    ci_low: float | None = None  # the median step's 95% CI, seconds; None where not recorded
+    ci_low: float | None = None  # the first process's median step's 95% CI, seconds
     ci_high: float | None = None
+    # each process's median step, in the order the processes ran (the verdict pairs each with
+    # its own process's main samples); empty in results stored before processes were repeated
+    steps: tuple[float, ...] = ()
 
     @classmethod
     def from_metrics(cls, metrics: Mapping[str, Any]) -> Probe | None:
@@ -179,6 +196,7 @@ class Probe:
             None if blocks is None else int(blocks),
             _number(found, "ci_low"),
             _number(found, "ci_high"),
+            tuple(float(x) for x in found.get("steps", ())),
         )
 
     @property
@@ -190,8 +208,52 @@ class Probe:
         return {PROBE: asdict(self)}
 
 
+ROUNDS = "rounds"
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """How a configuration's processes were planned and run (`rounds`, engine/rounds).
+
+    `passes[i]` is the sweep's pass in which process i ran: two configurations of one sweep
+    whose processes share a pass ran side by side, and compare pairs them. A process that
+    failed after others had measured leaves the rest standing and is listed in `failed`.
+    """
+
+    passes: tuple[int, ...] = ()
+    planned: int = 0  # the processes the configuration gets in all, as planned so far
+    wanted: int | None = None  # adaptive: the processes the first ones' spread asked for
+    complete: bool = False  # every planned process has run (else --resume goes on)
+    reason: str = ""  # why `planned` is what it is
+    failed: tuple[str, ...] = ()  # "process 3: timeout: ...": processes that gave no samples
+    policy: str = ""  # "3 fixed", "adaptive, 3 to 8"
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> Rounds | None:
+        found = _group(metrics, ROUNDS)
+        if found is None:
+            return None
+        wanted = found.get("wanted")
+        return cls(
+            passes=tuple(int(x) for x in found.get("passes", ())),
+            planned=int(found.get("planned", 0)),
+            wanted=None if wanted is None else int(wanted),
+            complete=bool(found.get("complete", False)),
+            reason=str(found.get("reason", "")),
+            failed=tuple(str(x) for x in found.get("failed", ())),
+            policy=str(found.get("policy", "")),
+        )
+
+    def to_metrics(self) -> dict[str, Any]:
+        """What `from_metrics` reads."""
+        return {ROUNDS: asdict(self)}
+
+
 # Below this many steps a 99th percentile is the slowest step or next to it, not a figure.
 P99_MIN_SAMPLES = 100
+# A latency taken from the configuration's own samples (batch 1, one step each): over several
+# processes, from all of theirs.
+OWN_STEPS = "the main samples, each one step"
 
 
 @dataclass(frozen=True)
@@ -544,6 +606,7 @@ class OptimizeTag:
 class Overhead:
     """Where one isolated configuration's wall time went (`overhead`), in seconds; None where
     not recorded (a failed run, an in-process run without a worker, a step that did not run).
+    Over several processes, each figure is their sum.
 
     start_s runs from the parent's call to the worker's first line (with spawn it holds most
     of the imports, done while unpickling the job); import_s is the worker's own imports and
@@ -561,6 +624,7 @@ class Overhead:
     latency_s: float | None = None  # the single steps timed at batch 1 for the latency
     drift_s: float | None = None  # the drift check against fp32
     profile_s: float | None = None  # the profiled steps after the samples (--profile, explain)
+    count_s: float | None = None  # counting FLOPs and checking channels_last (first process)
     wall_s: float | None = None
 
     @property
@@ -730,6 +794,15 @@ class Generation:
     def decode_steps(self) -> int:
         return self.new_tokens - 1  # the first token comes from the prefill
 
+    @staticmethod
+    def step_percentiles(steps: Sequence[float]) -> tuple[float, float]:
+        """The p50 and p90 of decode steps' seconds, as every writer takes them."""
+        ordered = list(steps)
+        if len(ordered) < 2:
+            return ordered[0], ordered[0]
+        p90 = statistics.quantiles(ordered, n=10, method="inclusive")[-1]
+        return statistics.median(ordered), p90
+
     @property
     def prefill_median_s(self) -> float:
         return statistics.median(self.prefill_s)
@@ -871,6 +944,10 @@ class Metrics:
     def generation(self) -> Generation | None:
         return Generation.from_metrics(self.raw)
 
+    @property
+    def rounds(self) -> Rounds | None:
+        return Rounds.from_metrics(self.raw)
+
 
 # What each key holds, for `check_metrics`: one JSON type, or an object (a group). None passes
 # everywhere: writers store it for "no figure".
@@ -881,6 +958,8 @@ _KEY_TYPES: dict[str, tuple[type, ...]] = {
         _NUMBER,
     ),
     LOAD_S: _NUMBER,
+    **dict.fromkeys((PREFILL_FLOPS_PER_SEQUENCE, DECODE_FLOPS_PER_SEQUENCE), _NUMBER),
+    CHANNELS_LAST_APPLIES: (bool,),
     **dict.fromkeys((PEAK_FLOPS, MFU, SCALING_EFFICIENCY, SINGLE_PROCESS_SAMPLES_PER_S), _NUMBER),
     **dict.fromkeys((MAX_BATCH, DEVICE_MEMORY, WORLD_SIZE), (int,)),
     **dict.fromkeys(
@@ -906,6 +985,7 @@ _GROUPS: dict[str, type] = {
     OVERHEAD: Overhead,
     MACHINE_STATE: MachineState,
     GENERATION: Generation,
+    ROUNDS: Rounds,
 }
 _VIEWS = [name for name, member in vars(Metrics).items() if isinstance(member, property)]
 _VIEW_KEYS = {"bottleneck": VERDICT, "parallel": RANKS, "verification": VERIFY}

@@ -169,6 +169,7 @@ class Result:
             "samples": list(m.samples) if m else [],
             "warmup": list(m.warmup) if m else [],
             "repeat": m.repeat if m else 1,
+            "rounds": [list(pair) for pair in m.rounds] if m else [],
             "peak_memory": self.peak_memory,
             "peak_memory_meaning": self.peak_memory_meaning,
             "environment": self.environment,
@@ -183,7 +184,8 @@ class Result:
         measurement = None
         if samples:
             warmup = tuple(float(s) for s in record["warmup"])
-            measurement = Measurement(samples, warmup, int(record["repeat"]))
+            rounds = tuple((int(n), int(w)) for n, w in record.get("rounds", ()))
+            measurement = Measurement(samples, warmup, int(record["repeat"]), rounds)
         return cls(
             uid=record["uid"],
             created_at=record["created_at"],
@@ -224,7 +226,10 @@ class Result:
             out["it_per_s"] = m.rate.to_dict()
             out["samples_per_s_median"] = self.samples_per_second
             out["step_time_s_median"] = m.time.median / self.spec.steps_per_block
-            out["warnings"] = m.warnings
+            out["processes"] = m.processes
+            out["rounds"] = [list(pair) for pair in m.rounds]
+            spread = m.spread
+            out["spread"] = None if spread is None else asdict(spread)
         return out
 
 
@@ -264,9 +269,22 @@ def _check_record(record: Any) -> None:
         raise ValueError("samples must be positive, finite numbers of seconds")
     if record["repeat"] < 1:
         raise ValueError("repeat must be 1 or more")
+    _check_rounds(record.get("rounds", []))
     for key in ("repeat", "peak_memory"):
         _check_integer(key, record[key])
     check_metrics(record["metrics"])
+
+
+def _check_rounds(rounds: Any) -> None:
+    """Samples and warm-ups per process: a list of [samples, warm-ups] pairs of counts (that
+    they add up is the Measurement's to check)."""
+    if not isinstance(rounds, list) or not all(
+        isinstance(pair, list)
+        and len(pair) == 2
+        and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**63 for n in pair)
+        for pair in rounds
+    ):
+        raise ValueError("rounds must be a list of [samples, warm-ups] pairs of counts")
 
 
 def _is_seconds(value: Any) -> bool:

@@ -7,16 +7,20 @@ The 95% confidence interval of the median is the distribution-free order-statist
 for n sorted samples it is [x(k), x(n-k+1)] with the largest k whose binomial coverage is still
 at least 95%. It needs no assumption about the shape of the timing distribution (which is
 skewed: interruptions only ever make a block slower), and it does not exist below 6 samples,
-which we say rather than invent one.
+which we say rather than invent one. That interval holds within one process only: where the
+samples come from several processes, the interval is taken across them (`core.levels`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
+
+from .levels import Spread, log_interval
 
 if TYPE_CHECKING:  # statistics take numpy arrays too, but never import numpy
     from collections.abc import Sequence
@@ -43,6 +47,9 @@ class Summary:
     p90: float
     ci_low: float | None
     ci_high: float | None
+    # How many processes the values came from. With several, `median` is the geometric mean
+    # of their medians and the CI Student's t over them (core.levels); the rest is pooled.
+    processes: int = 1
 
     @property
     def ci_half_width_fraction(self) -> float | None:
@@ -61,6 +68,7 @@ class Summary:
             "p90": self.p90,
             "ci95_low": self.ci_low,
             "ci95_high": self.ci_high,
+            "processes": self.processes,
         }
 
 
@@ -142,34 +150,86 @@ class Measurement:
     Each timed sample is `repeat` blocks run back to back (1 unless the stop rule grouped short
     blocks so that synchronizing at every boundary costs nothing measurable); statistics are
     per block.
+
+    `rounds` says which samples came from which process: one (timed samples, warm-up blocks)
+    pair per process, in the order they ran; the samples and warm-ups are those processes'
+    in that order. Empty means one process (every result stored before processes were
+    repeated). With several processes the statistics are two-level (`core.levels`): the
+    median is the geometric mean of the per-process medians, its interval Student's t over
+    them; the IQR and percentiles stay those of all samples.
     """
 
     samples: tuple[float, ...]
     warmup: tuple[float, ...] = ()
     repeat: int = 1
+    rounds: tuple[tuple[int, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.rounds and (
+            sum(n for n, _ in self.rounds) != len(self.samples)
+            or sum(w for _, w in self.rounds) != len(self.warmup)
+            or min(n for n, _ in self.rounds) < 1
+        ):
+            raise ValueError(
+                f"rounds {list(self.rounds)} do not split {len(self.samples)} samples and "
+                f"{len(self.warmup)} warm-ups, each process with at least one sample"
+            )
+
+    @property
+    def processes(self) -> int:
+        """How many processes the samples came from."""
+        return max(1, len(self.rounds))
+
+    @cached_property
+    def per_process(self) -> tuple[Measurement, ...]:
+        """Each process's own samples and warm-ups, in the order they ran."""
+        if len(self.rounds) < 2:
+            return (Measurement(self.samples, self.warmup, self.repeat),)
+        out, at, warm = [], 0, 0
+        for n, w in self.rounds:
+            part = Measurement(self.samples[at : at + n], self.warmup[warm : warm + w], self.repeat)
+            out.append(part)
+            at, warm = at + n, warm + w
+        return tuple(out)
+
+    def with_process(self, other: Measurement) -> Measurement:
+        """These samples and another process's after them (`other` is one process's)."""
+        if other.repeat != self.repeat:
+            raise ValueError(f"a process grouped {other.repeat} blocks a sample, not {self.repeat}")
+        before = self.rounds or ((len(self.samples), len(self.warmup)),)
+        return Measurement(
+            self.samples + other.samples,
+            self.warmup + other.warmup,
+            self.repeat,
+            (*before, (len(other.samples), len(other.warmup))),
+        )
 
     @cached_property
     def time(self) -> Summary:
         """Seconds per block."""
-        return summarize([float(x) / self.repeat for x in self.samples])
+        return self._summary(lambda x: float(x) / self.repeat)
 
     @cached_property
     def rate(self) -> Summary:
         """Blocks per second, summarized over per-sample rates."""
-        return summarize([self.repeat / float(x) for x in self.samples])
+        return self._summary(lambda x: self.repeat / float(x))
 
-    @property
-    def warnings(self) -> list[str]:
-        """What a careful reader should know before trusting the numbers."""
-        notes = []
-        fraction = self.time.ci_half_width_fraction
-        if fraction is None:
-            notes.append(
-                f"only {len(self.samples)} timed samples: a 95% CI of the median needs 6 or more"
-            )
-        elif fraction > NOISY_CI_FRACTION:
-            notes.append(
-                f"noisy: the 95% CI is ±{fraction:.1%} of the median "
-                f"(over {NOISY_CI_FRACTION:.0%}); run more epochs or quiet the machine"
-            )
-        return notes
+    @cached_property
+    def spread(self) -> Spread | None:
+        """How the rates' noise splits between and within processes; None for one process."""
+        return Spread.of([[self.repeat / float(x) for x in p.samples] for p in self.per_process])
+
+    def _summary(self, convert: Callable[[float], float]) -> Summary:
+        pooled = summarize([convert(x) for x in self.samples])
+        if self.processes < 2:
+            return pooled
+        medians = [summarize([convert(x) for x in p.samples]).median for p in self.per_process]
+        across = log_interval(medians)
+        assert across is not None  # two processes or more
+        return replace(
+            pooled,
+            median=across.center,
+            ci_low=across.low,
+            ci_high=across.high,
+            processes=self.processes,
+        )

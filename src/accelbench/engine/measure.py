@@ -81,6 +81,7 @@ def measure(
     stop: StopRule,
     on_block: Callable[[int, float], None] | None = None,
     timed_phase: AbstractContextManager[Any] | Sequence[AbstractContextManager[Any]] = (),
+    repeat: int | None = None,
 ) -> Measurement:
     """Run `stop.warmup` warm-up blocks, then timed samples until `stop` says enough.
 
@@ -88,16 +89,18 @@ def measure(
     autotuning and allocator growth show there) but kept apart from the samples.
     `on_block(i, seconds)` is called after each warm-up block and timed sample, i counting from
     0 across both. `timed_phase` (a power meter, say, or several: the first outermost) is
-    entered around the timed samples only.
+    entered around the timed samples only. `repeat` fixes the blocks per timed sample (a later
+    process of a configuration groups them as its first did); else the rule sizes them.
     """
     report = on_block or (lambda i, seconds: None)
     warmup: list[float] = []
     # The adaptive rule sizes its samples from the last warm-up block, which must come after
     # the first (compilation and first-call costs land there): at least two then.
-    for i in range(stop.warmup if stop.blocks is not None else max(stop.warmup, 2)):
+    sizing = stop.blocks is None and repeat is None
+    for i in range(max(stop.warmup, 2) if sizing else stop.warmup):
         warmup.append(_time(run_block, new_timer, 1))
         report(i, warmup[-1])
-    repeat = _repeat(stop, warmup)
+    repeat = repeat or _repeat(stop, warmup)
     samples: list[float] = []
     elapsed = 0.0
     phases = timed_phase if isinstance(timed_phase, Sequence) else (timed_phase,)

@@ -9,10 +9,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..analysis.metrics import model_facts
 from ..backends import Runnable, block_function, build, checks_drift, unsupported
 from ..core import metrics as keys
 from ..core.explanation import ProfileRequest
-from ..core.metrics import P99_MIN_SAMPLES, Latency, Overhead, Probe
+from ..core.metrics import OWN_STEPS, P99_MIN_SAMPLES, Latency, Overhead, Probe
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
 from ..core.vocab import GENERATE
@@ -25,6 +26,7 @@ from ..levers import Prepared, find_lever, spec_with, warmup_needed
 from ..workloads import Workload
 from .measure import StopRule, measure
 from .profile import explain_steps, fallback_warnings
+from .rounds import Round
 
 __all__ = ["make_spec", "run_config", "run_one"]
 
@@ -72,9 +74,10 @@ def run_config(
     drift: bool = False,
     profile: ProfileRequest | None = None,
     latency: bool = False,
+    process: Round | None = None,
 ) -> Result:
-    """Measure one configuration. Unsupported, a model that cannot take its inputs
-    (`Workload.check`), OOM or a crash come back as a failed Result.
+    """Measure one configuration in this process. Unsupported, a model that cannot take its
+    inputs (`Workload.check`), OOM or a crash come back as a failed Result.
 
     With `probe`, the configuration is timed again briefly at a quarter of the batch, which
     the bottleneck verdict needs; power is read around the timed blocks where the device can.
@@ -83,30 +86,40 @@ def run_config(
     `profile`, a few steps are profiled after the samples, for the explanation (engine/profile).
     With `latency`, a single-process inference configuration is timed one step a sample at
     batch 1 too, for the per-request latency (`_latency`).
+
+    `process` says which of the configuration's processes this is (engine/rounds): a later
+    one times its share with the first one's grouping of blocks, and its probe, and leaves the
+    once-only work (drift, latency, profile, FLOP count) to the first. None: the only one.
     """
+    process = process or Round(0, stop, planned=1)
     base = Result(spec=spec, status="error", environment=fingerprint(device))
     # The probe feeds the bottleneck verdict; a generation's phases carry their own "why".
     probe = probe and spec.mode != GENERATE
     reason = unsupported(spec, device, workload)
     if reason:
         return replace(base, status="unsupported", error=reason)
+    first = process.first
     try:
         workload.check()  # the model's code first runs here: in the worker, under its timeout
         with device.context():
-            check_drift = drift or checks_drift(spec)
-            stop = stop.at_least(warmup_needed(spec))  # whoever planned it
-            timed = _time(spec, workload, device, stop, on_block, check_drift, profile)
-            probed, probe_s = _after(probe, _probe, spec, workload, device)
-            single = latency and spec.mode == "infer" and spec.processes == 1
+            check_drift = first and (drift or checks_drift(spec))
+            rule = process.stop.at_least(warmup_needed(spec))  # whoever planned it
+            timed = _time(
+                spec, workload, device, rule, on_block, check_drift, profile if first else None,
+                process.repeat,
+            )
+            probed, probe_s = _after(probe, _probe, spec, workload, device, process)
+            single = first and latency and spec.mode == "infer" and spec.processes == 1
             latencies, latency_s = _after(
                 single, _latency, spec, workload, device, timed.measurement
             )
+            counted, count_s = _after(first, model_facts, workload, spec)
     except Exception as exc:  # a failure is data: the sweep goes on
         status = "oom" if is_out_of_memory(exc) else "error"
         return replace(base, status=status, error=one_line(exc))
     # The measurement stands whatever happens below: derived figures only add to it.
-    phases = _phases(timed, probe_s, latency_s)
-    return _measured(base, timed, {**probed, **latencies}, phases)
+    phases = _phases(timed, probe_s, latency_s, count_s)
+    return _measured(base, timed, {**probed, **latencies, **counted}, phases)
 
 
 def _measured(
@@ -140,17 +153,20 @@ def _after(
     return phase(*args), time.perf_counter() - started
 
 
-def _phases(timed: _Timed, probe_s: float | None, latency_s: float | None) -> dict[str, float]:
+def _phases(
+    timed: _Timed, probe_s: float | None, latency_s: float | None, count_s: float | None
+) -> dict[str, float]:
     """Where the configuration's seconds went, beyond building it (only the steps that ran)."""
     phases = {"warmup_s": sum(timed.measurement.warmup), "timed_s": sum(timed.measurement.samples)}
-    if probe_s is not None:
-        phases["probe_s"] = probe_s
-    if latency_s is not None:
-        phases["latency_s"] = latency_s
-    if timed.drift_s is not None:
-        phases["drift_s"] = timed.drift_s
-    if timed.profile_s is not None:
-        phases["profile_s"] = timed.profile_s
+    for name, seconds in (
+        ("probe_s", probe_s),
+        ("latency_s", latency_s),
+        ("drift_s", timed.drift_s),
+        ("profile_s", timed.profile_s),
+        ("count_s", count_s),
+    ):
+        if seconds is not None:
+            phases[name] = seconds
     return phases
 
 
@@ -175,6 +191,7 @@ def _time(
     on_block: Callable[[int, float], None] | None,
     drift: bool,
     profile: ProfileRequest | None,
+    repeat: int | None = None,
 ) -> _Timed:
     device.reset_peak_memory()  # before building, so weights and data count
     # Only where operators may fall back to the CPU (MPS): PyTorch warns once per operator,
@@ -192,7 +209,7 @@ def _time(
         phases: list[AbstractContextManager[Any]] = [state, meter]
         if sampler is not None:
             phases.append(sampler)
-        measurement = measure(block_function(prep), prep.timer, stop, on_block, phases)
+        measurement = measure(block_function(prep), prep.timer, stop, on_block, phases, repeat)
     memory = _sampled(prep.peak_memory(), sampler)  # before the drift check builds more
     recorded = {**prep.info, **state.to_metrics()}
     if watch:
@@ -278,15 +295,20 @@ def _drift(prep: Runnable, workload: Workload, device: Device) -> dict[str, Any]
         return {"error": one_line(exc)}
 
 
-def _probe(spec: RunSpec, workload: Workload, device: Device) -> dict[str, Any]:
-    """Time the same configuration at a quarter of the batch, for the bottleneck verdict."""
+def _probe(spec: RunSpec, workload: Workload, device: Device, process: Round) -> dict[str, Any]:
+    """Time the same configuration at a quarter of the batch, for the bottleneck verdict: a
+    share of PROBE_STOP in each process, so the verdict can pair each process's probe with its
+    own samples."""
     batch = max(1, spec.batch_size // PROBE_DIVISOR)
     if batch == spec.batch_size:
         return {}
     probe_spec = replace(spec, batch_size=batch)
+    rule = replace(PROBE_STOP, max_time=PROBE_STOP.max_time / process.planned)
+    if not process.first:  # compilation caches and allocators are warm after the first
+        rule = replace(rule, warmup=1)
     try:
         prep = build(probe_spec, workload, device)
-        result = measure(block_function(prep), prep.timer, PROBE_STOP)
+        result = measure(block_function(prep), prep.timer, rule.at_least(warmup_needed(spec)))
     except Exception as exc:  # the main result stands; say why there is no verdict input
         return {keys.PROBE_ERROR: one_line(exc)}
     per_step = result.time
@@ -296,7 +318,7 @@ def _probe(spec: RunSpec, workload: Workload, device: Device) -> dict[str, Any]:
         else (per_step.ci_low / spec.steps_per_block, per_step.ci_high / spec.steps_per_block)
     )
     median = per_step.median / spec.steps_per_block
-    return Probe(batch, median, len(result.samples), low, high).to_metrics()
+    return Probe(batch, median, len(result.samples), low, high, (median,)).to_metrics()
 
 
 def _latency(
@@ -305,7 +327,7 @@ def _latency(
     """Per-request latency: the configuration at batch 1, each timed sample one step. A batch-1
     measurement whose samples already were single steps gives it from its own samples."""
     if spec.batch_size == 1 and spec.steps_per_block == 1 and main.repeat == 1:
-        return Latency.from_steps(main.samples, "the main samples, each one step").to_metrics()
+        return Latency.from_steps(main.samples, OWN_STEPS).to_metrics()
     single = replace(spec, batch_size=1, steps_per_block=1)
     try:
         prep = build(single, workload, device)

@@ -20,7 +20,7 @@ from ..workloads.llm import LanguageModel
 from .measure import StopRule
 from .runner import make_spec
 
-__all__ = ["Config", "Sweep", "check_language_model"]
+__all__ = ["Config", "Progress", "Sweep", "check_language_model", "run_interleaved"]
 
 
 DATA_PARALLEL_BLOCKS = 20  # timed blocks per rank when neither --epochs nor the workload fixes it
@@ -185,18 +185,38 @@ def check_language_model(
         )
 
 
-def run_configs(
-    configs: Sequence[Config],
-    run: Callable[[Config], Result],
-    sweep_id: str,
-    on_result: Callable[[Result], Result] | None = None,
-    done: set[RunSpec] | frozenset[RunSpec] = frozenset(),
-) -> list[Result]:
-    """Run each configuration not in `done`, tag it with the sweep, hand it to `on_result`."""
-    results = []
-    for config in configs:
-        if config.spec in done:
-            continue
-        result = replace(run(config), sweep=sweep_id)
-        results.append(on_result(result) if on_result else result)
-    return results
+@dataclass
+class Progress:
+    """One configuration of a sweep as its processes land: its result so far, which says
+    (core.metrics.Rounds) whether its plan is complete."""
+
+    config: Config
+    result: Result | None = None
+
+    @property
+    def complete(self) -> bool:
+        rounds = self.result.facts.rounds if self.result is not None else None
+        return rounds is not None and rounds.complete
+
+    @property
+    def processes(self) -> int:
+        """Its processes so far, failed ones included."""
+        rounds = self.result.facts.rounds if self.result is not None else None
+        return 0 if rounds is None else len(rounds.passes) + len(rounds.failed)
+
+
+def run_interleaved(
+    configs: Sequence[Progress],
+    run_process: Callable[[Progress, int], Result],
+    first_pass: int = 1,
+) -> None:
+    """Run the configurations' processes in passes: each pass runs the next process of every
+    configuration not complete, in the sweep's order (A1 B1 C1, A2 B2 C2, ...), so the host's
+    drift falls on every configuration alike. `run_process(progress, pass_no)` runs one and
+    returns the configuration's result so far, which says whether more are due."""
+    for pass_no in itertools.count(first_pass):
+        due = [p for p in configs if not p.complete]
+        if not due:
+            return
+        for progress in due:
+            progress.result = run_process(progress, pass_no)

@@ -40,6 +40,7 @@ from ..levers import PLUGINS
 from ..workloads import WorkloadRef
 from .dist import Launch
 from .measure import StopRule
+from .rounds import Round
 
 __all__ = ["START", "run_isolated"]
 
@@ -80,6 +81,7 @@ class _Job:
     parent: int  # the parent's pid: a forked worker's own parent is the fork server
     profile: ProfileRequest | None = None  # profile a few steps after the samples
     latency: bool = False  # time inference at batch 1 too, one step a sample
+    process: Round | None = None  # which of the configuration's processes (engine/rounds)
 
 
 def run_isolated(
@@ -93,17 +95,19 @@ def run_isolated(
     drift: bool = False,
     profile: ProfileRequest | None = None,
     latency: bool = False,
+    process: Round | None = None,
 ) -> Result:
     """Run `spec` in a fresh process; give up `timeout` seconds after it is ready (its
     interpreter started and imports done; the start itself may take max(START_LIMIT_S, timeout)).
 
     With `spec.processes` > 1 the worker launches the data-parallel ranks (`launch` says where);
     the time limit covers them, and they are stopped with the worker. With `latency`, an
-    inference configuration is timed at batch 1 too (engine/runner's `run_config`).
+    inference configuration is timed at batch 1 too (engine/runner's `run_config`). `process`
+    says which of the configuration's processes this one is (None: its only one).
     """
     called = time.perf_counter()
     result = _run_isolated(
-        spec, ref, stop, timeout, on_block, probe, launch, drift, profile, latency
+        spec, ref, stop, timeout, on_block, probe, launch, drift, profile, latency, process
     )
     wall = time.perf_counter() - called  # failed results too: a timeout costs its seconds
     return replace(result, metrics=Overhead.add(result.metrics, wall_s=wall))
@@ -157,6 +161,7 @@ def _run_isolated(
     drift: bool,
     profile: ProfileRequest | None,
     latency: bool,
+    process: Round | None,
 ) -> Result:
     context = _context()
     receiver, sender = context.Pipe(duplex=False)
@@ -174,20 +179,21 @@ def _run_isolated(
         os.getpid(),
         profile,
         latency,
+        process,
     )
-    process = context.Process(target=_worker, args=(sender, job), daemon=False)
-    process.start()
+    worker = context.Process(target=_worker, args=(sender, job), daemon=False)
+    worker.start()
     sender.close()  # so the parent sees EOF when the child dies
     outcome: Result | str | None = "interrupted"
     try:
-        outcome = _wait(receiver, process, timeout, on_block)
+        outcome = _wait(receiver, worker, timeout, on_block)
     finally:
         # A worker that sent its result is exiting: let it. Any other is stopped now.
-        _end(process, grace=10 if isinstance(outcome, Result) else 0)
+        _end(worker, grace=10 if isinstance(outcome, Result) else 0)
     if isinstance(outcome, Result):
         return outcome
     status = "error" if outcome is None else "timeout"
-    return Result(spec=spec, status=status, error=_failure(outcome, timeout, process.exitcode))
+    return Result(spec=spec, status=status, error=_failure(outcome, timeout, worker.exitcode))
 
 
 def _failure(outcome: str | None, timeout: float, exitcode: int | None) -> str:
@@ -284,7 +290,8 @@ def _run(sender: Connection, job: _Job, overhead: dict[str, float]) -> Result:
         from .dist import run_data_parallel
 
         overhead["import_s"] = time.perf_counter() - started
-        return run_data_parallel(job.spec, job.ref, job.stop, job.launch)
+        stop = job.process.stop if job.process is not None else job.stop
+        return run_data_parallel(job.spec, job.ref, stop, job.launch)
     workload = load_workload(job.ref)
     overhead["import_s"] = time.perf_counter() - started
     device = resolve_devices(job.spec.device)[0]
@@ -298,6 +305,7 @@ def _run(sender: Connection, job: _Job, overhead: dict[str, float]) -> Result:
         profile=job.profile,
         latency=job.latency,
         on_block=lambda i, s: _send(sender, ("block", i, s)),
+        process=job.process,
     )
 
 

@@ -19,7 +19,7 @@ from ..core.version import __version__
 from ..levers import label
 from . import charts
 from .console.explain import explanation_lines
-from .rows import HEADERS, LATENCY_HEADER, failures, row_cells
+from .rows import HEADERS, LATENCY_HEADER, caveat_lines, failures, row_cells
 from .text import format_seconds, inert
 
 __all__ = ["html_report"]
@@ -53,9 +53,15 @@ _WORDS = (
     (
         "it/s",
         "its per second, the median over the timed its (warm-up excluded; the device "
-        "synchronized at each it's boundaries); an it is the workload's steps on one batch",
+        "synchronized at each it's boundaries); an it is the workload's steps on one batch. "
+        "Over several processes, the geometric mean of the processes' medians",
     ),
-    ("95% CI", "the distribution-free 95% confidence interval of that median"),
+    (
+        "95% CI",
+        "the 95% confidence interval of that median: over several processes, Student's t "
+        "across their medians, so it holds when the command is run again; in one process, "
+        "the distribution-free interval of its samples, which holds within that process only",
+    ),
     (
         "samples/s",
         "the median it/s times the samples in an it; for generate rows, tokens/s: an it is "
@@ -64,8 +70,9 @@ _WORDS = (
     (
         "vs CPU",
         "the ratio of median samples/s against the same configuration on the CPU of the "
-        "same machine, measured in the same sweep (side by side), with a bootstrap 95% CI from "
-        "the raw samples; (n.s.): the interval holds 1, so no difference can be told",
+        "same machine, measured in the same sweep (side by side), with a 95% CI taken "
+        "process by process (analysis/compare); (n.s.): the interval holds 1, so no "
+        "difference can be told",
     ),
     (
         LATENCY_HEADER,
@@ -79,7 +86,7 @@ _WORDS = (
         "time hardly grows with the batch, or the profile shows the device idle), compute-bound "
         "(a high share of the peak FLOP/s), memory-bound (too few FLOPs per byte moved for the "
         "device's ridge point, or a low MFU), undetermined (the data cannot tell: no smaller-batch "
-        "timing, no peak figures, or a machine too noisy; the console's notes say which)",
+        "timing, no peak figures, or a machine too noisy; the caveats say which)",
     ),
 )
 _LEGEND = (
@@ -107,6 +114,7 @@ def html_report(results: Sequence[Result], title: str = "accelbench report") -> 
         f"<p>{_counts(results)} Made {escape(utc_now())} by accelbench {escape(__version__)}.</p>",
         _machines(results),
         _comparisons(results),
+        _caveats(results),
         _charts(results),
         _explanations(results),
         _failures(results),
@@ -187,6 +195,15 @@ def _comparisons(results: Sequence[Result]) -> str:
         rows.append([*zip(cells, classes, strict=True), (verdict, "")])
     headers = (*HEADERS, "verdict")
     return "<h2>Results</h2>" + _table(headers, rows) + _LEGEND
+
+
+def _caveats(results: Sequence[Result]) -> str:
+    """What to know before trusting the figures above (analysis/trust)."""
+    lines = caveat_lines(results)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_text(line)}</li>" for line in lines)
+    return f"<h2>Caveats</h2><ul>{items}</ul>"
 
 
 def _charts(results: Sequence[Result]) -> str:

@@ -9,7 +9,7 @@ from ..core.metrics import P99_MIN_SAMPLES
 from ..core.result import Result
 from ..levers import label
 from .console.explain import explanation_lines
-from .rows import HEADERS, LATENCY_HEADER, failures, row_cells
+from .rows import HEADERS, LATENCY_HEADER, caveat_lines, failures, row_cells
 from .text import inert
 
 __all__ = ["markdown_report"]
@@ -27,6 +27,10 @@ def markdown_report(results: Sequence[Result]) -> str:
     lines = ["| " + " | ".join(HEADERS) + " |", align]
     for row in comparison.rows:
         lines.append("| " + " | ".join(_cell(c) for c in row_cells(row)) + " |")
+    caveats = caveat_lines(results)
+    if caveats:
+        lines.append("\n**Caveats**\n")
+        lines.extend(f"- {_cell(line)}" for line in caveats)
     for r in failures(results):
         lines.append(
             f"\n- {_cell(r.spec.workload)} on {_cell(r.spec.device)} "
@@ -34,7 +38,9 @@ def markdown_report(results: Sequence[Result]) -> str:
         )
     lines.extend(_explanations(results))
     lines.append(
-        "\nit/s: median over timed its; 95% CI of the median (distribution-free); "
+        "\nit/s: median over timed its (over several processes, the geometric mean of their "
+        "medians); 95% CI of the median (over several processes, Student's t across their "
+        "medians; in one, distribution-free within it); "
         f"{LATENCY_HEADER}: per-request latency, the configuration at batch 1 with each step "
         f"timed alone (p99 needs {P99_MIN_SAMPLES} steps); "
         "samples/s: median it/s x samples in an it (for generate, tokens: batch x new "

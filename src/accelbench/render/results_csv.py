@@ -3,7 +3,9 @@
 
 The columns: the result's identity (id, uid, when, sweep), the spec's fields and every lever's
 value, then status and error, the median it/s with its 95% CI, the median samples/s, the number
-of timed samples, and where it ran (host, machine, device model). A result without a measurement
+of timed samples and of processes, the spread between and within processes (relative sds), the
+result's caveats (analysis/trust, joined by " | "), and where it ran (host, machine, device
+model). A result without a measurement
 (a failure, a verify run) leaves the figures empty. Numbers are written in full precision, so
 they read back equal.
 
@@ -19,6 +21,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+from ..analysis.trust import trust_of
 from ..core.result import Result, machine_of
 from ..levers import spec_json
 
@@ -33,6 +36,10 @@ CSV_FIGURES = (
     "it_per_s_ci95_high",
     "samples_per_s_median",
     "samples",
+    "processes",
+    "between_process_sd",
+    "within_process_sd",
+    "caveats",
     "host",
     "machine",
     "device_model",
@@ -63,6 +70,7 @@ def _identity(r: Result) -> dict[str, Any]:
 def _figures(r: Result) -> dict[str, Any]:
     m = r.measurement
     rate = m.rate if m else None
+    spread = m.spread if m else None
     return {
         "status": r.status,
         "error": r.error,
@@ -71,6 +79,10 @@ def _figures(r: Result) -> dict[str, Any]:
         "it_per_s_ci95_high": rate.ci_high if rate else None,
         "samples_per_s_median": r.samples_per_second,
         "samples": len(m.samples) if m else None,
+        "processes": m.processes if m else None,
+        "between_process_sd": spread.between if spread else None,
+        "within_process_sd": spread.within if spread else None,
+        "caveats": " | ".join(trust_of(r).texts),
         "host": r.environment.get("host", ""),
         "machine": machine_of(r.environment),
         "device_model": r.environment.get("device_model", ""),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.compare import Row
+from ..analysis.trust import trust_of
 from ..core.metrics import P99_MIN_SAMPLES, Latency
 from ..core.result import Result
 from ..core.vocab import GENERATE
@@ -13,6 +14,7 @@ from .text import format_seconds, interval, number
 
 __all__ = [
     "HEADERS",
+    "caveat_lines",
     "LATENCY_HEADER",
     "RESULT_COLUMNS",
     "failures",
@@ -71,6 +73,21 @@ def latency_cell(r: Result) -> str:
     """The batch-1 latency as "p50 / p90 / p99", or "—" where none was taken (training...)."""
     found = r.facts.latency
     return " / ".join(latency_percentiles(found)) if found else "—"
+
+
+def caveat_lines(results: Sequence[Result]) -> list[str]:
+    """Every measured result's caveats (analysis/trust), each once with the configurations it
+    concerns ("all" when it concerns every one)."""
+    measured = [r for r in results if r.measurement is not None]
+    found: dict[str, list[str]] = {}
+    for r in measured:
+        who = f"{r.spec.workload} on {r.spec.device} ({label(r.spec)})"
+        for text in trust_of(r).texts:
+            found.setdefault(text, []).append(who)
+    return [
+        f"{'all' if len(whos) == len(measured) > 1 else '; '.join(whos)}: {text}"
+        for text, whos in found.items()
+    ]
 
 
 def failures(results: Sequence[Result]) -> list[Result]:

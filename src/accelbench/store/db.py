@@ -28,7 +28,7 @@ from ..errors import StoreError
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Filters", "Store", "default_db_path"]
 
 APPLICATION_ID = 0x41636342  # "AccB"
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SPEC_COLUMNS = [f.name for f in fields(RunSpec)]  # "levers" holds a JSON object
 
@@ -122,6 +122,11 @@ ALTER TABLE results DROP COLUMN pruning;
 ALTER TABLE results ADD COLUMN prompt_length INTEGER;
 ALTER TABLE results ADD COLUMN new_tokens INTEGER;
 """,
+    # 9: which samples came from which process: a JSON list of [samples, warm-ups] per process
+    # ('[]': one process, as every result stored before)
+    9: """
+ALTER TABLE results ADD COLUMN rounds TEXT NOT NULL DEFAULT '[]';
+""",
 }
 
 
@@ -161,14 +166,18 @@ class Store:
         self._conn.close()
 
     def save(self, result: Result) -> Result:
-        """Store one result in its own transaction; return it with its id."""
+        """Store one result in its own transaction; return it with its id. A result already
+        stored here (its uid: a configuration whose next process has run) replaces its row."""
         row = _row(result)
         try:
             with self._conn:
-                cursor = self._conn.execute(_INSERT.format(verb="INSERT"), row)
+                self._conn.execute(_UPSERT, row)
+                (found,) = self._conn.execute(
+                    "SELECT id FROM results WHERE uid = ?", (result.uid,)
+                ).fetchone()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to {self.path}: {exc}") from None
-        return replace(result, id=cursor.lastrowid)
+        return replace(result, id=found)
 
     def import_results(self, results: Sequence[Result]) -> int:
         """Add the results this database lacks (by uid), all in one transaction; how many."""
@@ -288,6 +297,7 @@ _COLUMNS = [
     "samples",
     "warmup",
     "repeat",
+    "rounds",
     "peak_memory",
     "peak_memory_meaning",
     "environment",
@@ -299,11 +309,16 @@ _INSERT = (
 )
 
 
+_UPSERT = _INSERT.format(verb="INSERT") + " ON CONFLICT (uid) DO UPDATE SET " + ", ".join(
+    f"{c} = excluded.{c}" for c in _COLUMNS if c != "uid"
+)
+
+
 def _row(result: Result) -> dict[str, Any]:
     record = result.to_record()
     spec = dict.fromkeys(_SPEC_COLUMNS) | record.pop("spec")  # a field left out is NULL
     row = {**record, **spec}
-    for name in ("samples", "warmup", "environment", "metrics", "levers"):
+    for name in ("samples", "warmup", "rounds", "environment", "metrics", "levers"):
         row[name] = json.dumps(row[name], sort_keys=True)
     return row
 
@@ -323,7 +338,12 @@ def _to_result(row: sqlite3.Row) -> Result:
         status=row["status"],
         error=row["error"],
         measurement=(
-            Measurement(samples, tuple(json.loads(row["warmup"])), row["repeat"])
+            Measurement(
+                samples,
+                tuple(json.loads(row["warmup"])),
+                row["repeat"],
+                tuple((n, w) for n, w in json.loads(row["rounds"])),
+            )
             if samples
             else None
         ),

@@ -26,7 +26,9 @@ EXPORT_FORMAT = "accelbench-results"
 # missing fields taking their defaults. An older accelbench then says "newer", not "damaged".
 # 3: a spec's lever values sit in one object, "levers" (those not at their defaults); versions 1
 # and 2 kept six of them as fields of the spec, and still read.
-EXPORT_VERSION = 3
+# 4: a result's "rounds" says which samples came from which process; versions 1 to 3 have
+# none, and read as one process each.
+EXPORT_VERSION = 4
 # The levers versions 1 and 2 kept as spec fields, with their defaults then.
 _LEGACY_LEVERS: dict[str, str | int | bool] = {
     "channels_last": False,

@@ -9,21 +9,31 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..analysis.metrics import Analyzer
+from ..analysis.trust import with_trust
 from ..backends import check_installed, unsupported
 from ..core import metrics as keys
 from ..core.explanation import ProfileRequest
+from ..core.levels import DEFAULT_POLICY, RoundPolicy
 from ..core.result import MODES, Result, RunSpec, Value
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
 from ..devices import Device, resolve_devices
 from ..devices.fingerprint import fingerprint
 from ..engine.dist import Launch
-from ..engine.sweep import Config, LeverValues, Sweep, run_configs
+from ..engine.rounds import (
+    Round,
+    first_rounds,
+    merge,
+    more_rounds,
+    round_stop,
+)
+from ..engine.sweep import Config, LeverValues, Progress, Sweep, run_interleaved
 from ..engine.track import progress_bar
 from ..engine.worker import run_isolated
 from ..errors import UsageError
@@ -38,6 +48,7 @@ __all__ = [
     "benchmark",
     "plan",
     "run_plan",
+    "resumable",
     "run_stored",
 ]
 
@@ -68,6 +79,10 @@ class BenchmarkRequest:
     profile: ProfileRequest | None = None  # profile each configuration after its samples
     prompt_lengths: tuple[int | None, ...] = (None,)  # mode generate only; None: the model's
     new_tokens: tuple[int | None, ...] = (None,)
+    # Processes per configuration (engine/rounds): a fixed count, or None for adaptive
+    # (DEFAULT_POLICY's least first, then as many as their spread asks, up to max_rounds).
+    rounds: int | None = None
+    max_rounds: int | None = None  # None: DEFAULT_POLICY's
 
 
 @dataclass(frozen=True)
@@ -82,6 +97,7 @@ class Plan:
     launch: Launch = Launch()  # where data-parallel processes run
     profile: ProfileRequest | None = None
     latency: bool = True  # time inference at batch 1 too, one step a sample
+    policy: RoundPolicy = DEFAULT_POLICY  # how many processes measure each configuration
 
 
 def plan(request: BenchmarkRequest) -> Plan:
@@ -120,7 +136,25 @@ def plan(request: BenchmarkRequest) -> Plan:
         launch=launch,
         profile=profile,
         latency=request.latency and not request.max_batch,
+        policy=_policy(request, configs),
     )
+
+
+def _policy(request: BenchmarkRequest, configs: Sequence[Config]) -> RoundPolicy:
+    """The processes per configuration, checked against the rest of the request."""
+    if request.rounds is not None and request.max_rounds is not None:
+        raise UsageError(
+            f"--rounds {request.rounds} fixes the count; --max-rounds {request.max_rounds} caps "
+            "an adaptive one: give one of them"
+        )
+    policy = RoundPolicy(fixed=request.rounds, most=request.max_rounds or DEFAULT_POLICY.most)
+    fewest = min((c.stop.blocks for c in configs if c.stop.blocks is not None), default=None)
+    if request.rounds is not None and fewest is not None and fewest < request.rounds:
+        raise UsageError(
+            f"--rounds {request.rounds} cannot share {fewest} timed its: each process times "
+            f"one at least; give --epochs {request.rounds} or more, or fewer --rounds"
+        )
+    return policy
 
 
 def _checked_profile(
@@ -199,33 +233,90 @@ def _launch(request: BenchmarkRequest) -> Launch:
 
 
 def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False) -> list[Result]:
-    """Run every configuration not already stored (with --resume), saving each as it lands."""
-    done = store.done_specs(plan.sweep.id) if resume else set()
-    todo = [c for c in plan.configs if c.spec not in done]
+    """Run every configuration's processes (engine/rounds), interleaved pass by pass, saving
+    each configuration's result as each of its processes lands; with `resume`, go on from
+    what this sweep stored (a configuration at the process it had reached)."""
+    stored = resumable(plan, store) if resume else {}
+    todo = [Progress(c, stored.get(c.spec)) for c in plan.configs]
+    todo = [p for p in todo if not p.complete]
     analyze = Analyzer(store.calibrations())
     # Single-process results of this sweep, the baseline of the data-parallel efficiency.
     singles = {r.spec: r for r in store.results(Filters(sweep=plan.sweep.id)) if resume}
     with progress_bar(disable=quiet) as bar:
-        overall = bar.add_task("configurations", total=len(todo))
+        overall = bar.add_task("processes", total=sum(_planned(plan, p) for p in todo))
 
-        def run(config: Config) -> Result:
-            spec = config.spec
-            total = config.stop.warmup + config.stop.blocks if config.stop.blocks else None
-            task = bar.add_task(f"{spec.workload} on {spec.device}: {label(spec)}", total=total)
-            advance = lambda i, s: bar.advance(task)  # noqa: E731
-            if plan.max_batch:
-                result = _search_max_batch(plan, config, advance)
-            else:
-                result = _run_one(plan, config, on_block=advance)
-            result = analyze(result, plan.workloads[config.ref], plan.devices[spec.device])
+        def run(progress: Progress, pass_no: int) -> Result:
+            spec = progress.config.spec
+            task = bar.add_task(f"{spec.workload} on {spec.device}: {label(spec)}", total=None)
+            result = _next_process(plan, progress, pass_no, lambda i, s: bar.advance(task))
+            result = analyze(result, plan.devices[spec.device])
             if spec.processes == 1 and result.measurement is not None:
                 singles[spec] = result
-            result = _with_scaling(result, singles)
+            result = with_trust(_with_scaling(result, singles))
+            result = store.save(replace(result, sweep=plan.sweep.id))
             bar.remove_task(task)
-            bar.advance(overall)
+            bar.update(overall, advance=1, total=sum(_planned(plan, p) for p in todo))
             return result
 
-        return run_configs(todo, run, plan.sweep.id, on_result=store.save)
+        run_interleaved(todo, run, _next_pass(stored.values()))
+    return [p.result for p in todo if p.result is not None]
+
+
+def _next_pass(stored: Iterable[Result]) -> int:
+    """The pass after every one stored: a resumed sweep's processes are paired only with those
+    that ran beside them."""
+    passes = [n for r in stored for n in (r.facts.rounds.passes if r.facts.rounds else ())]
+    return max(passes, default=0) + 1
+
+
+def _planned(plan: Plan, progress: Progress) -> int:
+    """The processes a configuration is planned to get, as far as its plan is known."""
+    rounds = progress.result.facts.rounds if progress.result is not None else None
+    if rounds is not None and rounds.planned:
+        return rounds.planned
+    return first_rounds(plan.policy, progress.config.stop)
+
+
+def _next_process(
+    plan: Plan, progress: Progress, pass_no: int, on_block: Callable[[int, float], None]
+) -> Result:
+    """Run a configuration's next process; its result merged with the earlier ones', and its
+    plan brought up to date (engine/rounds)."""
+    config, before = progress.config, progress.result
+    index = progress.processes
+    process = Round(
+        index,
+        round_stop(plan.policy, config.stop, index),
+        planned=_planned(plan, progress),
+        repeat=before.measurement.repeat if before and before.measurement else None,
+    )
+    if plan.max_batch:
+        latest = _search_max_batch(plan, config, on_block)
+    else:
+        latest = _run_one(plan, config, process, on_block)
+    merged = merge(before, latest, pass_no)
+    return replace(merged, metrics={**merged.metrics, **_plan_of(plan, config, merged)})
+
+
+def _plan_of(plan: Plan, config: Config, result: Result) -> dict[str, Any]:
+    policy = RoundPolicy(fixed=1) if plan.max_batch else plan.policy  # the search is one
+    return more_rounds(policy, config.stop, result).to_metrics()
+
+
+def resumable(plan: Plan, store: Store) -> dict[RunSpec, Result]:
+    """This sweep's stored results by configuration, to go on from. A sweep stored by an
+    accelbench that ran one process per configuration cannot be: its results say nothing of
+    processes, so the rest would be measured differently."""
+    stored: dict[RunSpec, Result] = {}
+    for result in store.results(Filters(sweep=plan.sweep.id)):  # newest first: they win
+        if result.facts.rounds is None:
+            raise UsageError(
+                f"--resume: sweep {plan.sweep.id} was stored by an earlier accelbench, one "
+                f"process per configuration (result #{result.id}); its results stay readable. "
+                "Run it again without --resume to measure it in several processes"
+            )
+        stored.setdefault(result.spec, result)
+    return stored
 
 
 def benchmark(
@@ -327,7 +418,7 @@ def _search_max_batch(plan: Plan, config: Config, on_block: Callable[[int, float
     device = plan.devices[config.spec.device]
     found = find_max_batch(
         config.spec,
-        lambda spec: _run_one(plan, replace(probe, spec=spec), on_block),
+        lambda spec: _run_one(plan, replace(probe, spec=spec), None, on_block),
         swap_limit=device.swap_limit,  # MPS: recommended_max_memory(), past which it swaps
     )
     metrics = {**found.to_metrics(), keys.DEVICE_MEMORY: device.total_memory}
@@ -343,7 +434,12 @@ def _search_max_batch(plan: Plan, config: Config, on_block: Callable[[int, float
     return replace(found.largest, metrics={**found.largest.metrics, **metrics})
 
 
-def _run_one(plan: Plan, config: Config, on_block: Callable[[int, float], None]) -> Result:
+def _run_one(
+    plan: Plan,
+    config: Config,
+    process: Round | None,
+    on_block: Callable[[int, float], None],
+) -> Result:
     """Unsupported configurations are settled here; the rest run in their own process."""
     device = plan.devices[config.spec.device]
     reason = unsupported(config.spec, device, plan.workloads[config.ref])
@@ -361,6 +457,7 @@ def _run_one(plan: Plan, config: Config, on_block: Callable[[int, float], None])
             launch=launch,
             profile=plan.profile,
             latency=plan.latency,
+            process=process,
         )
     if not result.environment:  # the worker died before it could describe its machine
         result = replace(result, environment=fingerprint(device))

@@ -127,7 +127,7 @@ def assess(
         elif result is base:
             out.append(Assessment(rung, result, None, None, "", baseline=True))
         else:
-            ratio = speedup(result, base) if base.measurement else None
+            ratio = speedup(result, base, spread_from=base) if base.measurement else None
             refused = tolerance.breach(result.facts.drift)
             out.append(Assessment(rung, result, ratio, refused, _note(rung, ratio, launch_bound)))
     return out

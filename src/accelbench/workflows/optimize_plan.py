@@ -5,6 +5,7 @@ whole is assessed against fp32 eager."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import tempfile
 import uuid
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from ..analysis.metrics import Analyzer
+from ..analysis.trust import with_trust
 from ..backends import unsupported
 from ..core.metrics import OptimizeTag
 from ..core.result import Result, RunSpec
@@ -19,6 +21,7 @@ from ..core.vocab import GENERATE
 from ..devices import Device, pick_device, resolve_devices
 from ..devices.fingerprint import fingerprint
 from ..engine.measure import StopRule
+from ..engine.rounds import Round, merge
 from ..engine.runner import make_spec
 from ..engine.sweep import check_language_model
 from ..engine.track import progress_bar
@@ -162,16 +165,22 @@ class Searched:
 
 
 def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
-    """The search, each variant measured and stored as it lands, then judged against fp32."""
+    """The search, each variant measured and stored as its processes land, then judged
+    against fp32 eager. Each variant starts with one process (fp32 eager with several, whose
+    spread the others borrow); the search adds processes where a decision is close."""
     analyze = Analyzer(store.calibrations())
     budget = Budget(plan.budget)
-    first = True
+    passes = itertools.count(1)  # no two variants' processes share one: none is paired
 
-    def measure(rung: Rung, timeout: float) -> Result:
-        nonlocal first
-        result = _run_rung(plan, rung, timeout, probe=first)  # the verdict needs fp32's probe
-        first = False
-        result = analyze(result, plan.workload, plan.device)
+    def process(rung: Rung, before: Result | None, timeout: float) -> Result:
+        earlier = before.measurement if before is not None else None
+        index = 0 if earlier is None else earlier.processes
+        repeat = None if earlier is None else earlier.repeat
+        step = Round(index, plan.stop, planned=index + 1, repeat=repeat)
+        # the verdict needs fp32 eager's probe, in each of its processes
+        latest = _run_rung(plan, rung, timeout, rung.spec == plan.base, step)
+        result = _settled(merge(before, latest, next(passes)))
+        result = with_trust(analyze(result, plan.device))
         tag = OptimizeTag(rung.name, vars(plan.tolerance)).to_metrics()
         return store.save(replace(result, sweep=plan.id, metrics={**result.metrics, **tag}))
 
@@ -188,17 +197,29 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
             plan.workload,
             plan.groups,
             plan.tolerance,
-            measure,
+            lambda rung, timeout: process(rung, None, timeout),
             lambda spec: _unsupported(spec, plan),
             budget,
             plan.timeout,
             on_start,
+            more=process,
         )
         outcome = search.run()
         bar.update(task, completed=plan.budget)
     trials = outcome.trials
     verdicts = assess([t.rung for t in trials], [t.result for t in trials], plan.tolerance)
     return Searched(outcome, verdicts)
+
+
+def _settled(result: Result) -> Result:
+    """A variant's processes as the search left them: complete, since the search, not a plan,
+    decides whether another runs."""
+    rounds = result.facts.rounds
+    assert rounds is not None
+    done = len(rounds.passes)
+    why = "the search adds processes only where a decision is close"
+    settled = replace(rounds, planned=done, complete=True, reason=why, policy="optimize")
+    return replace(result, metrics={**result.metrics, **settled.to_metrics()})
 
 
 @contextlib.contextmanager
@@ -225,12 +246,14 @@ def _unsupported(spec: RunSpec, plan: Ladder) -> str | None:
         return str(exc)
 
 
-def _run_rung(plan: Ladder, rung: Rung, timeout: float, probe: bool) -> Result:
+def _run_rung(plan: Ladder, rung: Rung, timeout: float, probe: bool, step: Round) -> Result:
     reason = _unsupported(rung.spec, plan)
     if reason:
         result = Result(spec=rung.spec, status="unsupported", error=reason)
     else:
-        result = run_isolated(rung.spec, plan.ref, plan.stop, timeout, probe=probe, drift=True)
+        result = run_isolated(
+            rung.spec, plan.ref, step.stop, timeout, probe=probe, drift=True, process=step
+        )
     if not result.environment:
         result = replace(result, environment=fingerprint(plan.device))
     return result

@@ -19,6 +19,13 @@ A variant that fails (the model's `.view` refuses channels_last, a compile error
 finding: it is reported with its reason and left out of every later stack. The budget bounds
 the whole search: a variant that no longer fits is listed as not tried.
 
+The process is the unit of noise (core.levels). fp32 eager runs in BASELINE_PROCESSES
+processes and every other variant in one: its interval borrows fp32 eager's spread between
+processes (analysis/compare's pooled interval), which settles the clear gains and losses at
+once. Where a decision is close (the interval holds 1.0 but the ratio is a percent or more
+from it), the search races: one more process at a time for whichever side has fewer, up to
+RACE_MOST, while the budget lasts.
+
 The search measures through a callback, so tests drive it with results of their own.
 """
 
@@ -41,6 +48,11 @@ from .optimize import BASELINE, Rung, Tolerance
 __all__ = ["Budget", "Search", "SearchOutcome", "Trial", "failure_text", "stack_name"]
 
 ALONE, STACK, ALTERNATIVE, OFFER = "alone", "stack", "alternative", "offer"
+# fp32 eager runs in this many processes: their spread is the interval of every variant that
+# ran in one (analysis/compare's pooled interval), so most variants need only one.
+BASELINE_PROCESSES = 3
+RACE_MOST = 4  # the processes a variant may reach while its decision is close
+CLOSE = 0.03  # a ratio within 3% of 1.0 is not worth more processes: too small a gain
 
 
 class Budget:
@@ -108,6 +120,11 @@ class SearchOutcome:
         return lines
 
 
+def _close(gain: Speedup) -> bool:
+    """A decision more processes could settle: not significant, yet not a ratio of about 1."""
+    return not gain.no_interval and not gain.significant and abs(gain.ratio - 1) >= CLOSE
+
+
 def failure_text(result: Result) -> str:
     """A variant that did not run, in the words of the search: a finding, not a crash."""
     if result.status == "error":
@@ -137,17 +154,24 @@ class Search:
         budget: Budget,
         timeout: float = 900.0,
         on_start: Callable[[str], None] = lambda name: None,
+        more: Callable[[Rung, Result, float], Result] | None = None,
     ) -> None:
         self.base, self.device, self.workload = base, device, workload
         self.groups, self.tolerance = tuple(groups), tolerance
         self.measure, self.check, self.budget = measure, check, budget
         self.timeout, self.on_start = timeout, on_start
+        self.more = more  # one more process of a variant, merged with its earlier ones
+        self.reference: Trial | None = None  # fp32 eager once measured: its spread is lent
         self.out = SearchOutcome()
 
     # --- the phases ------------------------------------------------------------------------
     def run(self) -> SearchOutcome:
         base = self._try(Rung(BASELINE, self.base), "baseline", "every speedup is against it")
         if base is not None and base.measured:
+            # its processes' spread is every single-process variant's interval (`_gain`)
+            while self._processes(base) < BASELINE_PROCESSES and self._extend(base):
+                pass
+            self.reference = base
             singles = self._alone(base)
             stack = self._stack(base, singles)
             if stack is not None:
@@ -330,11 +354,43 @@ class Search:
         gain = self._gain(trial, reference)
         return self._usable(trial) and gain is not None and gain.low > 1.0
 
-    @staticmethod
-    def _gain(trial: Trial, reference: Trial) -> Speedup | None:
+    def _gain(self, trial: Trial, reference: Trial) -> Speedup | None:
         if not trial.measured or not reference.measured:
             return None
-        return speedup(trial.result, reference.result)
+        spread = self.reference.result if self.reference is not None else None
+        return speedup(trial.result, reference.result, spread_from=spread)
+
+    # --- racing: more processes for the decisions that are close ----------------------------
+    def _race(self, trial: Trial, reference: Trial) -> None:
+        """While the gain of `trial` over `reference` is close (its interval holds 1.0, but
+        its ratio is CLOSE or more away from it), run one more process of whichever has
+        fewer, up to RACE_MOST each, within the budget."""
+        while (gain := self._gain(trial, reference)) is not None and _close(gain):
+            side = reference if self._processes(reference) <= self._processes(trial) else trial
+            if self._processes(side) >= RACE_MOST or not self._extend(side):
+                return
+
+    @staticmethod
+    def _processes(trial: Trial) -> int:
+        m = trial.result.measurement
+        return 0 if m is None else m.processes
+
+    def _extend(self, trial: Trial) -> bool:
+        """One more process of `trial`'s variant, if the budget holds one; whether it added
+        samples (a failed process is recorded in the result, and ends its racing)."""
+        per_process = trial.wall_s / max(1, self._processes(trial))
+        left = self.budget.left()
+        if self.more is None or per_process > left:
+            return False
+        self.on_start(f"{trial.rung.name}, process {self._processes(trial) + 1}")
+        started = self.budget.clock()
+        result = self.more(trial.rung, trial.result, min(self.timeout, left))
+        trial.wall_s += self.budget.clock() - started
+        grew = result.measurement is not None and self._processes(trial) < (
+            result.measurement.processes
+        )
+        trial.result = result
+        return grew
 
     def _levers(self) -> list[Lever]:
         # on generate, one that has not said it generates is listed as not tried instead
@@ -372,6 +428,8 @@ class Search:
             self.out.skip(rung.name, f"budget: expected about {expected}, {left:.0f} s left")
             return None
         trial = self._try(rung, phase, why)
+        if trial is not None and trial.measured and ref.measured and trial is not ref:
+            self._race(trial, ref)
         if trial is not None and phase == ALONE:
             trial.outcome = self._alone_outcome(trial, ref)
         return trial

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ...analysis.trust import trust_of
 from ...core.vocab import GENERATE
 from ...levers import label
 from ..text import format_bytes, number
-from .run_notes import machine_state_notes, onnxruntime_note
+from .run_notes import onnxruntime_note
 from .table import new_table, render_table
 
 if TYPE_CHECKING:  # the types only: the optimize workflow imports torch
@@ -109,13 +110,12 @@ def _backend_notes(verdicts: Sequence[Assessment]) -> list[str]:
 
 
 def _state_notes(verdicts: Sequence[Assessment]) -> list[str]:
-    """The machine-state warnings of the measured variants, each once with the variants it
+    """The caveats of the measured variants (analysis/trust), each once with the variants it
     concerns: a figure taken while something else used the machine is not to be trusted."""
     found: dict[str, list[str]] = {}
     for v in verdicts:
-        state = v.result.facts.machine_state
-        if state is not None and v.result.measurement is not None:
-            for note in machine_state_notes(state):
+        if v.result.measurement is not None:
+            for note in trust_of(v.result).texts:
                 found.setdefault(note, []).append(v.rung.name)
     return [f"{'; '.join(names)}: {note}" for note, names in found.items()]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ...analysis.trust import trust_of
 from ...core.result import Result
 from ...core.vocab import GENERATE
 from ...devices.kinds import BASELINE_DEVICE, is_baseline
@@ -63,7 +64,7 @@ def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
         on_baseline = baseline.get(replace(r.spec, device=BASELINE_DEVICE))
         unit = " tokens/s" if r.spec.mode == GENERATE and not tokens_only else ""
         table.add_row(*head, *_figures(r, on_baseline, unit))
-        for note in [*r.measurement.warnings, *derived_notes(r), *_latency_notes(r)]:
+        for note in [*trust_of(r).texts, *derived_notes(r), *_latency_notes(r)]:
             notes.setdefault(note, []).append(who)
         for note in _device_notes(r):
             notes.setdefault(note, []).append(r.spec.device)
@@ -81,9 +82,8 @@ def _configuration(r: Result) -> str:
 
 
 def _device_notes(r: Result) -> list[str]:
-    """What holds for every result of the device: its caveat, what its memory figure means."""
+    """What holds for every result of the device: what its memory figure means, its power."""
     notes = [
-        r.environment.get("caveat", ""),
         f"peak memory is the {r.peak_memory_meaning}",
         r.facts.power_unavailable,
     ]

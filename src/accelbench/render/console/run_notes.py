@@ -7,7 +7,6 @@ from ...core.metrics import (
     CoreMLFacts,
     Drift,
     Generation,
-    MachineState,
     MaxBatchSearch,
     OnnxRuntimeFacts,
     Parallel,
@@ -21,24 +20,15 @@ __all__ = [
     "derived_notes",
     "drift_note",
     "generation_notes",
-    "machine_state_notes",
     "onnxruntime_note",
 ]
 
-# Warn, as hyperfine does about outliers, when the machine was not the benchmark's alone.
-OTHER_CPU_WARN_CORES = 0.1  # other processes' CPU time, cores on average over the samples
-STEAL_WARN_CORES = 0.1  # a hypervisor's other guests, the same way
-NOISY = "figures may be low and noisy"
-
-
 def derived_notes(r: Result) -> list[str]:
     """The verdict, the energy, MFU's peak, parallelism, max batch, drift and ONNX Runtime
-    figures of one result, as sentences."""
+    figures of one result, as sentences (its caveats are analysis/trust's)."""
     metrics = r.facts
     bottleneck, flops = metrics.bottleneck, metrics.flops
     notes = [bottleneck.explanation] if bottleneck else []
-    if state := metrics.machine_state:
-        notes += machine_state_notes(state)
     if generation := metrics.generation:
         notes += generation_notes(generation)
     if power := metrics.power:
@@ -66,45 +56,6 @@ def derived_notes(r: Result) -> list[str]:
     if coreml := metrics.coreml:
         notes.append(coreml_note(coreml, metrics.load_s))
     return notes
-
-
-def machine_state_notes(state: MachineState) -> list[str]:
-    """Warnings that something else used the machine, or the GPU throttled, while timing; and
-    what of the host or the GPU could not be read."""
-    notes = []
-    slack = state.cpu_resolution_cores or 0.0  # below it, a figure is the counters' ticking
-    if (other := state.other_cpu_cores) is not None and other > OTHER_CPU_WARN_CORES + slack:
-        named = (
-            f" (busiest: {'; '.join(state.other_cpu_busiest)})" if state.other_cpu_busiest else ""
-        )
-        notes.append(
-            f"other processes used {other:.2g} cores during the timed samples{named}: {NOISY}"
-        )
-    if (steal := state.steal_cores) is not None and steal > STEAL_WARN_CORES + slack:
-        notes.append(
-            f"the hypervisor ran other guests on {steal:.2g} cores' worth of this machine's "
-            f"CPU time during the timed samples: {NOISY}"
-        )
-    load, cores = state.load_average_1m, state.cores
-    if load is not None and cores is not None and load > cores:
-        notes.append(
-            f"the 1-minute load average was {load:.1f} (this benchmark's threads included), "
-            f"above the {cores} cores: {NOISY}"
-        )
-    if state.throttle_reasons:
-        reasons = ", ".join(state.throttle_reasons)
-        notes.append(
-            f"the GPU's clocks throttled during the timed samples ({reasons}; SM clock "
-            f"{state.sm_clock_min_mhz}-{state.sm_clock_max_mhz} MHz, at most "
-            f"{state.temperature_max_c} °C): figures may be low"
-        )
-    if state.other_gpu_processes:
-        pids = ", ".join(map(str, state.other_gpu_pids))
-        notes.append(
-            f"{state.other_gpu_processes} other process(es) used the GPU during the timed "
-            f"samples{f' (pid {pids})' if pids else ''}: {NOISY}"
-        )
-    return notes + [why for why in (state.host_unavailable, state.gpu_unavailable) if why]
 
 
 _UNITS = ("Neural Engine", "GPU", "CPU")

@@ -80,8 +80,9 @@ def compare_table(comparison: Comparison, width: int = 120) -> str:
             versus,
         )
     notes = [
-        "speedup = ratio of median samples/s; its 95% CI is a bootstrap over the raw samples; "
-        "(n.s.) marks a difference the interval cannot tell from none"
+        "speedup = ratio of samples/s (each the geometric mean of its processes' medians); its "
+        "95% CI is Student's t over processes, paired pass by pass where both ran in one "
+        "sweep; (n.s.) marks a difference the interval cannot tell from none"
     ]
     if not comparison.rows:
         notes = ["no results match: nothing to compare (check the filters)"]
@@ -104,8 +105,6 @@ def changes_table(changes: Sequence[Change], threshold: float, width: int = 120)
     title = f"regression check (threshold {threshold:.0%})"
     table = new_table(title, _CHANGES_HEADERS, left_columns=3)
     for c in changes:
-        faster = c.speedup is not None and c.speedup.significant and c.speedup.ratio > 1
-        verdict = "REGRESSION" if c.regression else ("faster" if faster else "ok")
         base, cand = c.baseline.measurement, c.candidate.measurement
         assert base is not None  # only measured baselines are matched
         table.add_row(
@@ -115,9 +114,14 @@ def changes_table(changes: Sequence[Change], threshold: float, width: int = 120)
             number(base.rate.median),
             number(cand.rate.median) if cand else c.candidate.status.upper(),
             c.speedup.text() if c.speedup else f"failed: {c.candidate.error}",
-            verdict,
+            c.verdict,
         )
-    return render_table(table, [], width)  # compare refuses runs with nothing in common
+    notes = [
+        "candidate / baseline = ratio of samples/s; its 95% CI is taken over processes "
+        "(Student's t, paired pass by pass where both ran in one sweep); undetermined: too few "
+        "processes or samples to bound it, so it can be called neither ok nor a regression"
+    ]
+    return render_table(table, notes, width)  # compare refuses runs with nothing in common
 
 
 def _samples(r: Result) -> str:

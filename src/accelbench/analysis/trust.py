@@ -1,0 +1,236 @@
+"""What a careful reader should know before trusting a result: every caveat, as one value.
+
+A result's caveats are data, not console text: `assess` makes them from what the result
+recorded (its processes and their spread, its interval, the machine's state while it ran,
+processes that failed, a path the developers never executed), the run stores them with the
+result (`metrics.trust`), and every output shows them: the console, Markdown, HTML, CSV and
+`--json`. Results stored before this existed get theirs made when they are read (`trust_of`).
+
+A caveat is `decisive` when a conclusion drawn from the result cannot stand with it: the
+machine was busy or throttling enough to move the figures. The bottleneck verdict then says
+"undetermined", and optimize's recommendation says which of its figures carry one. The rest
+inform (one process, a wide interval, a process that failed) and each is already part of the
+interval the result prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from ..core.metrics import MachineState
+from ..core.result import Result
+from ..core.stats import NOISY_CI_FRACTION
+
+__all__ = ["Caveat", "Trust", "assess", "machine_caveats", "trust_of", "with_trust"]
+
+TRUST = "trust"  # the metrics key its record is stored under
+# Warn, as hyperfine does about outliers, when the machine was not the benchmark's alone.
+OTHER_CPU_WARN_CORES = 0.1  # other processes' CPU time, cores on average over the samples
+STEAL_WARN_CORES = 0.1  # a hypervisor's other guests, the same way
+# Past this much of other processes' CPU time a launch-bound step's figures move with it: a
+# verdict or a recommendation drawn from them would be the load's.
+OTHER_CPU_DECISIVE_CORES = 0.5
+NOISY = "figures may be low and noisy"
+
+
+@dataclass(frozen=True)
+class Caveat:
+    """One thing to know: what kind (a word to filter on), what it says, and whether a
+    conclusion drawn from the result can stand with it."""
+
+    kind: str  # "processes", "spread", "noise", "failed", "incomplete", "machine", "platform"
+    text: str
+    decisive: bool = False
+
+
+@dataclass(frozen=True)
+class Trust:
+    """Every caveat of one result."""
+
+    caveats: tuple[Caveat, ...] = ()
+
+    @property
+    def decisive(self) -> tuple[Caveat, ...]:
+        return tuple(c for c in self.caveats if c.decisive)
+
+    @property
+    def texts(self) -> list[str]:
+        return [c.text for c in self.caveats]
+
+    def to_metrics(self) -> dict[str, Any]:
+        return {TRUST: {"caveats": [asdict(c) for c in self.caveats]}}
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> Trust | None:
+        found = metrics.get(TRUST)
+        if not isinstance(found, Mapping) or not isinstance(found.get("caveats"), list):
+            return None
+        return cls(
+            tuple(
+                Caveat(str(c.get("kind", "")), str(c.get("text", "")), bool(c.get("decisive")))
+                for c in found["caveats"]
+                if isinstance(c, Mapping)
+            )
+        )
+
+
+def trust_of(result: Result) -> Trust:
+    """The result's stored caveats, or, for a result stored before they were, made now."""
+    return Trust.from_metrics(result.metrics) or assess(result)
+
+
+def with_trust(result: Result) -> Result:
+    """The result with its caveats assessed and stored in its metrics."""
+    return replace(result, metrics={**result.metrics, **assess(result).to_metrics()})
+
+
+def assess(result: Result) -> Trust:
+    """Every caveat the result's record supports, the decisive ones first."""
+    caveats = [
+        *_process_caveats(result),
+        *_noise_caveats(result),
+        *(machine_caveats(result.facts.machine_state)),
+        *_platform_caveats(result),
+    ]
+    caveats.sort(key=lambda c: not c.decisive)
+    return Trust(tuple(caveats))
+
+
+def _process_caveats(result: Result) -> list[Caveat]:
+    """How many processes the figures come from, and what became of the others."""
+    m, rounds = result.measurement, result.facts.rounds
+    out = []
+    if m is not None and m.processes == 1:
+        stored = "" if rounds is not None else " (stored by an accelbench that ran one)"
+        out.append(
+            Caveat(
+                "processes",
+                f"1 process{stored}: too few to bound the spread between processes; its "
+                "interval holds within that process only",
+            )
+        )
+    if rounds is None:
+        return out
+    stand = "the other processes' samples stand"
+    out += [Caveat("failed", f"{text}; {stand}") for text in rounds.failed]
+    if m is not None and not rounds.complete:
+        out.append(
+            Caveat(
+                "incomplete",
+                f"interrupted after {m.processes} of {rounds.planned} planned processes: "
+                "run the same command with --resume to complete it",
+            )
+        )
+    if rounds.wanted is not None and m is not None and rounds.wanted > m.processes:
+        out.append(Caveat("processes", f"{m.processes} processes: {rounds.reason}"))
+    return out
+
+
+def _noise_caveats(result: Result) -> list[Caveat]:
+    """A wide interval, and which level of noise made it."""
+    m = result.measurement
+    if m is None:
+        return []
+    out = []
+    spread = m.spread
+    if spread is not None and spread.dominant == "between processes" and spread.between > 0.01:
+        out.append(
+            Caveat(
+                "spread",
+                "the spread between processes dominates: their medians spread "
+                f"±{spread.between:.1%} (sd), a process's samples ±{spread.within:.1%}; another "
+                "run may land that far away, and more processes, not longer ones, narrow the "
+                "interval",
+            )
+        )
+    fraction = m.time.ci_half_width_fraction
+    if fraction is not None and fraction > NOISY_CI_FRACTION:
+        out.append(
+            Caveat(
+                "noise",
+                f"noisy: the 95% CI is ±{fraction:.1%} of the median (over "
+                f"{NOISY_CI_FRACTION:.0%}); quiet the machine, or run more processes "
+                "(--max-rounds) or longer ones (--max-time)",
+            )
+        )
+    elif fraction is None and m.processes == 1:
+        out.append(
+            Caveat(
+                "noise",
+                f"only {len(m.samples)} timed samples: a 95% CI of the median needs 6 or more",
+            )
+        )
+    return out
+
+
+def machine_caveats(state: MachineState | None) -> list[Caveat]:
+    """What else used the machine, or how the GPU throttled, while the samples were timed; and
+    what of the host or the GPU could not be read."""
+    if state is None:
+        return []
+    out = []
+    slack = state.cpu_resolution_cores or 0.0  # below it, a figure is the counters' ticking
+    other = state.other_cpu_cores
+    if other is not None and other > OTHER_CPU_WARN_CORES + slack:
+        busiest = "; ".join(state.other_cpu_busiest)
+        named = f" (busiest: {busiest})" if busiest else ""
+        text = f"other processes used {other:.2g} cores during the timed samples{named}: {NOISY}"
+        out.append(Caveat("machine", text, other > OTHER_CPU_DECISIVE_CORES + slack))
+    steal = state.steal_cores
+    if steal is not None and steal > STEAL_WARN_CORES + slack:
+        out.append(
+            Caveat(
+                "machine",
+                f"the hypervisor ran other guests on {steal:.2g} cores' worth of this machine's "
+                f"CPU time during the timed samples: {NOISY}",
+                steal > OTHER_CPU_DECISIVE_CORES + slack,
+            )
+        )
+    out += _load_and_gpu(state)
+    return out + [
+        Caveat("machine", why) for why in (state.host_unavailable, state.gpu_unavailable) if why
+    ]
+
+
+def _load_and_gpu(state: MachineState) -> list[Caveat]:
+    out = []
+    load, cores = state.load_average_1m, state.cores
+    if load is not None and cores is not None and load > cores:
+        out.append(
+            Caveat(
+                "machine",
+                f"the 1-minute load average was {load:.1f} (this benchmark's threads included), "
+                f"above the {cores} cores: {NOISY}",
+                decisive=True,
+            )
+        )
+    if state.throttle_reasons:
+        reasons = ", ".join(state.throttle_reasons)
+        out.append(
+            Caveat(
+                "machine",
+                f"the GPU's clocks throttled during the timed samples ({reasons}; SM clock "
+                f"{state.sm_clock_min_mhz}-{state.sm_clock_max_mhz} MHz, at most "
+                f"{state.temperature_max_c} °C): figures may be low",
+                decisive=True,
+            )
+        )
+    if state.other_gpu_processes:
+        pids = ", ".join(map(str, state.other_gpu_pids))
+        out.append(
+            Caveat(
+                "machine",
+                f"{state.other_gpu_processes} other process(es) used the GPU during the timed "
+                f"samples{f' (pid {pids})' if pids else ''}: {NOISY}",
+                decisive=True,
+            )
+        )
+    return out
+
+
+def _platform_caveats(result: Result) -> list[Caveat]:
+    """A device path the developers could not execute (MPS, Core ML, XPU, ROCm)."""
+    caveat = result.environment.get("caveat", "")
+    return [Caveat("platform", caveat)] if caveat else []
