@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from ..core.metrics import MachineState
+from ..core.metrics import OPTIMIZE_POLICY, MachineState, Rounds
 from ..core.result import Result
 from ..core.stats import NOISY_CI_FRACTION
 
@@ -103,14 +103,7 @@ def _process_caveats(result: Result) -> list[Caveat]:
     m, rounds = result.measurement, result.facts.rounds
     out = []
     if m is not None and m.processes == 1:
-        stored = "" if rounds is not None else " (stored by an accelbench that ran one)"
-        out.append(
-            Caveat(
-                "processes",
-                f"1 process{stored}: too few to bound the spread between processes; its "
-                "interval holds within that process only",
-            )
-        )
+        out.append(Caveat("processes", _one_process(rounds)))
     if rounds is None:
         return out
     stand = "the other processes' samples stand"
@@ -126,6 +119,19 @@ def _process_caveats(result: Result) -> list[Caveat]:
     if rounds.wanted is not None and m is not None and rounds.wanted > m.processes:
         out.append(Caveat("processes", f"{m.processes} processes: {rounds.reason}"))
     return out
+
+
+def _one_process(rounds: Rounds | None) -> str:
+    if rounds is not None and rounds.policy == OPTIMIZE_POLICY:
+        return (
+            "1 process: its speedup's interval borrows fp32 eager's spread between processes "
+            "(the same model on the same host); its own interval holds within the process"
+        )
+    stored = "" if rounds is not None else " (stored by an accelbench that ran one)"
+    return (
+        f"1 process{stored}: too few to bound the spread between processes; its interval "
+        "holds within that process only"
+    )
 
 
 def _noise_caveats(result: Result) -> list[Caveat]:

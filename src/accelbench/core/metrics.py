@@ -70,6 +70,7 @@ __all__ = [
     "ONNXRUNTIME",
     "OPTIMIZE",
     "OVERHEAD",
+    "OPTIMIZE_POLICY",
     "OWN_STEPS",
     "P99_MIN_SAMPLES",
     "PEAK_FLOPS",
@@ -209,6 +210,7 @@ class Probe:
 
 
 ROUNDS = "rounds"
+OPTIMIZE_POLICY = "optimize"  # Rounds.policy of a variant whose processes optimize's search ran
 
 
 @dataclass(frozen=True)

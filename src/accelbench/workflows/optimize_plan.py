@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from ..analysis.metrics import Analyzer
 from ..analysis.trust import with_trust
 from ..backends import unsupported
-from ..core.metrics import OptimizeTag
+from ..core.metrics import OPTIMIZE_POLICY, OptimizeTag
 from ..core.result import Result, RunSpec
 from ..core.vocab import GENERATE
 from ..devices import Device, pick_device, resolve_devices
@@ -218,7 +218,7 @@ def _settled(result: Result) -> Result:
     assert rounds is not None
     done = len(rounds.passes)
     why = "the search adds processes only where a decision is close"
-    settled = replace(rounds, planned=done, complete=True, reason=why, policy="optimize")
+    settled = replace(rounds, planned=done, complete=True, reason=why, policy=OPTIMIZE_POLICY)
     return replace(result, metrics={**result.metrics, **settled.to_metrics()})
 
 
