@@ -92,7 +92,8 @@ def test_stored_caveats_are_read_back_and_older_results_get_theirs_made():
 
 
 def test_a_decisive_caveat_makes_the_verdict_undetermined():
-    probe = Probe(16, 0.5 / 20 / 1.05, 6, steps=(0.5 / 20 / 1.05,) * 3).to_metrics()
+    step = 0.5 / 20 / 1.05  # the probe's step: 4x the batch takes 1.05x the time
+    probe = Probe(16, step, 18, steps=(step,) * 3, growth=(1.04, 1.05, 1.06)).to_metrics()
     cpu = resolve_devices("cpu")[0]
     quiet = Analyzer()(_result(**probe), cpu).facts.bottleneck
     assert quiet.kind == "launch-bound" and "over 3 processes" in quiet.explanation

@@ -173,6 +173,7 @@ class Analyzer:
             step_ci=_per_step_ci(m, spec.steps_per_block),
             probe_ci=probe.ci if probe else None,
             paired_growth=_paired_growth(m, spec.steps_per_block, probe),
+            pairs=(probe.blocks or 0) if probe else 0,
             graphs=device.can_capture_graphs,
             faster_precisions=_faster_than_fp32(peaks),
             channels_last=channels_last,
@@ -195,18 +196,20 @@ def _per_step_ci(m: Measurement, steps_per_block: int) -> tuple[float, float] | 
 def _paired_growth(
     m: Measurement, steps_per_block: int, probe: Probe | None
 ) -> tuple[float, float, float, int] | None:
-    """How much longer a step took at the batch than at the probe's, process by process (each
-    process's own step against its own probe, so a slow process slows both): the geometric
-    mean of those ratios, its 95% interval, and the processes; None without a probe in each
-    of two processes or more."""
-    if probe is None or m.processes < 2 or len(probe.steps) != m.processes:
+    """How much longer a step took at the batch than at the probe's, each process's blocks of
+    the two timed in alternation (engine/probe): the geometric mean of the processes' ratios,
+    its 95% interval and the processes; in one process, its pairs' median ratio, their
+    interval and the pairs. None where the probe recorded no ratio (before issue 25)."""
+    if probe is None or not probe.growth:
         return None
-    ratios = [
-        p.time.median / steps_per_block / probe_step
-        for p, probe_step in zip(m.per_process, probe.steps, strict=True)
-    ]
-    found = log_interval(ratios)
-    return None if found is None else (found.center, found.low, found.high, found.count)
+    if m.processes >= 2 and len(probe.growth) == m.processes:
+        found = log_interval(probe.growth)
+        assert found is not None
+        return found.center, found.low, found.high, found.count
+    if len(probe.growth) == 1 and probe.growth_ci_low is not None:
+        assert probe.growth_ci_high is not None
+        return probe.growth[0], probe.growth_ci_low, probe.growth_ci_high, 1
+    return None
 
 
 def _profile_evidence(result: Result) -> dict[str, Any]:

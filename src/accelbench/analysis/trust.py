@@ -15,7 +15,7 @@ interval the result prints.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -81,17 +81,20 @@ def trust_of(result: Result) -> Trust:
     return Trust.from_metrics(result.metrics) or assess(result)
 
 
-def with_trust(result: Result) -> Result:
+def with_trust(result: Result, earlier: Sequence[Result] = ()) -> Result:
     """The result with its caveats assessed and stored in its metrics."""
-    return replace(result, metrics={**result.metrics, **assess(result).to_metrics()})
+    return replace(result, metrics={**result.metrics, **assess(result, earlier).to_metrics()})
 
 
-def assess(result: Result) -> Trust:
-    """Every caveat the result's record supports, the decisive ones first."""
+def assess(result: Result, earlier: Sequence[Result] = ()) -> Trust:
+    """Every caveat the result's record supports, the decisive ones first. `earlier`: other
+    runs of the same configuration on the same machine, newest first, to check the interval
+    against (`_history_caveats`)."""
     caveats = [
         *_process_caveats(result),
         *_noise_caveats(result),
         *(machine_caveats(result.facts.machine_state)),
+        *_history_caveats(result, earlier),
         *_platform_caveats(result),
     ]
     caveats.sort(key=lambda c: not c.decisive)
@@ -234,6 +237,34 @@ def _load_and_gpu(state: MachineState) -> list[Caveat]:
             )
         )
     return out
+
+
+def _history_caveats(result: Result, earlier: Sequence[Result]) -> list[Caveat]:
+    """Earlier runs of the configuration whose medians this interval does not hold: the host
+    can stay fast or slow for longer than a run's processes take, and then no interval from
+    one run can see it (BENCHMARKS.md, issue 25: seed-cnn's runs on the H200)."""
+    m = result.measurement
+    if m is None or m.rate.ci_low is None or m.rate.ci_high is None:
+        return []
+    low, high = m.rate.ci_low, m.rate.ci_high
+    others = [
+        (r.id, r.measurement.rate.median)
+        for r in earlier
+        if r.uid != result.uid and r.measurement is not None
+    ]
+    outside = [(number, median) for number, median in others if not low <= median <= high]
+    if not outside:
+        return []
+    named = ", ".join(f"#{number} {median:.4g} it/s" for number, median in outside[:3])
+    return [
+        Caveat(
+            "history",
+            f"{len(outside)} of the {len(others)} earlier runs of this configuration on this "
+            f"machine landed outside this interval ({named}): the host's state outlasted this "
+            "run's processes; compare configurations side by side in one sweep, where it "
+            "cancels",
+        )
+    ]
 
 
 def _platform_caveats(result: Result) -> list[Caveat]:

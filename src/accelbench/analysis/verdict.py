@@ -61,6 +61,7 @@ class Timing:
     # geometric mean, its 95% interval (Student's t) and the processes. It replaces the two
     # intervals above, which ignore that a slow process slows both.
     paired_growth: tuple[float, float, float, int] | None = None
+    pairs: int = 0  # the probe's pairs of alternating blocks, over all processes
     # Why the machine's state makes the probe untrustworthy ("" when it does not): the verdict
     # is then undetermined, whatever the ratio (analysis/trust).
     caveat: str = ""
@@ -128,7 +129,11 @@ def _paired(t: Timing) -> str:
     if t.paired_growth is None:
         return ""
     _, low, high, processes = t.paired_growth
-    return f"; {low:.2f}x to {high:.2f}x over {processes} processes, each against its own probe"
+    where = f"{processes} processes" if processes > 1 else "one process"
+    return (
+        f"; {low:.2f}x to {high:.2f}x over {where}, {t.pairs} pairs of samples at the two "
+        "batches timed in alternation"
+    )
 
 
 def _steps(t: Timing) -> str:

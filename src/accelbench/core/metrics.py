@@ -174,16 +174,23 @@ def _number(found: Mapping[str, Any], key: str) -> float | None:
 
 @dataclass(frozen=True)
 class Probe:
-    """The same configuration timed at a smaller batch (`probe`), for the bottleneck verdict."""
+    """The same configuration timed at a smaller batch (`probe`), for the bottleneck verdict:
+    since issue 25 in alternation with the configuration itself (engine/probe)."""
 
     batch_size: int
     step_time_s: float  # seconds per step: the median, or over processes their geometric mean
     blocks: int | None = None  # timed blocks behind the median; None where not recorded
     ci_low: float | None = None  # the first process's median step's 95% CI, seconds
     ci_high: float | None = None
-    # each process's median step, in the order the processes ran (the verdict pairs each with
-    # its own process's main samples); empty in results stored before processes were repeated
+    # each process's median step, in the order the processes ran; empty in results stored
+    # before processes were repeated
     steps: tuple[float, ...] = ()
+    # each process's median ratio of the step at the batch to the probe's, its blocks timed
+    # in alternation (engine/probe); and the first process's pairs' 95% CI of that ratio
+    # (order statistics), for a verdict from one process
+    growth: tuple[float, ...] = ()
+    growth_ci_low: float | None = None
+    growth_ci_high: float | None = None
 
     @classmethod
     def from_metrics(cls, metrics: Mapping[str, Any]) -> Probe | None:
@@ -198,6 +205,9 @@ class Probe:
             _number(found, "ci_low"),
             _number(found, "ci_high"),
             tuple(float(x) for x in found.get("steps", ())),
+            tuple(float(x) for x in found.get("growth", ())),
+            _number(found, "growth_ci_low"),
+            _number(found, "growth_ci_high"),
         )
 
     @property

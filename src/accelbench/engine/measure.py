@@ -18,7 +18,7 @@ from typing import Any
 from ..core.stats import Measurement
 from ..devices import Timer
 
-__all__ = ["StopRule", "measure"]
+__all__ = ["StopRule", "measure", "time_blocks"]
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def measure(
     # the first (compilation and first-call costs land there): at least two then.
     sizing = stop.blocks is None and repeat is None
     for i in range(max(stop.warmup, 2) if sizing else stop.warmup):
-        warmup.append(_time(run_block, new_timer, 1))
+        warmup.append(time_blocks(run_block, new_timer, 1))
         report(i, warmup[-1])
     repeat = repeat or _repeat(stop, warmup)
     samples: list[float] = []
@@ -108,13 +108,16 @@ def measure(
         for phase in phases:
             stack.enter_context(phase)
         while not stop.done(samples, elapsed):
-            samples.append(_time(run_block, new_timer, repeat))
+            samples.append(time_blocks(run_block, new_timer, repeat))
             elapsed += samples[-1]
             report(len(warmup) + len(samples) - 1, samples[-1])
     return Measurement(samples=tuple(samples), warmup=tuple(warmup), repeat=repeat)
 
 
-def _time(run_block: Callable[[], None], new_timer: Callable[[], Timer], repeat: int) -> float:
+def time_blocks(
+    run_block: Callable[[], None], new_timer: Callable[[], Timer], repeat: int
+) -> float:
+    """Seconds for `repeat` blocks back to back, the device synchronized at both ends."""
     timer = new_timer()
     timer.start()
     for _ in range(repeat):

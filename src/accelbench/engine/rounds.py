@@ -232,7 +232,8 @@ def _probes(a: Probe | None, b: Probe | None) -> Probe | None:
         return a or b
     steps = (*a.steps, *b.steps)
     center = math.exp(sum(map(math.log, steps)) / len(steps))
-    return replace(a, step_time_s=center, blocks=(a.blocks or 0) + (b.blocks or 0), steps=steps)
+    blocks = (a.blocks or 0) + (b.blocks or 0)
+    return replace(a, step_time_s=center, blocks=blocks, steps=steps, growth=(*a.growth, *b.growth))
 
 
 def _power(

@@ -13,7 +13,7 @@ from ..analysis.metrics import model_facts
 from ..backends import Runnable, block_function, build, checks_drift, unsupported
 from ..core import metrics as keys
 from ..core.explanation import ProfileRequest
-from ..core.metrics import OWN_STEPS, P99_MIN_SAMPLES, Latency, Overhead, Probe
+from ..core.metrics import OWN_STEPS, P99_MIN_SAMPLES, Latency, Overhead
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
 from ..core.vocab import GENERATE
@@ -25,14 +25,13 @@ from ..errors import one_line
 from ..levers import Prepared, find_lever, spec_with, warmup_needed
 from ..workloads import Workload
 from .measure import StopRule, measure
+from .probe import paired_probe
 from .profile import explain_steps, fallback_warnings
 from .rounds import Round
 
 __all__ = ["make_spec", "run_config", "run_one"]
 
 MIN_POWER_SECONDS = 3.0  # below this, an energy counter's steps make the average rough
-PROBE_DIVISOR = 4  # the verdict compares the step at the batch with the step at batch / 4
-PROBE_STOP = StopRule(warmup=2, max_time=2.0, min_blocks=5, target_ci=0.05)
 # Latency at batch 1: one step a sample (min_sample_s 0 groups none), 2 s or 100 steps whichever
 # is later, 5 s at most; 1,000 steps at most (the tail needs samples, not a tight median).
 LATENCY_STOP = StopRule(
@@ -108,7 +107,11 @@ def run_config(
                 spec, workload, device, rule, on_block, check_drift, profile if first else None,
                 process.repeat,
             )
-            probed, probe_s = _after(probe, _probe, spec, workload, device, process)
+            step_s = timed.measurement.time.median / spec.steps_per_block
+            probed, probe_s = _after(
+                probe, paired_probe, timed.prep, workload, device, step_s, process
+            )
+            timed = replace(timed, prep=None)  # the device is free for what follows
             single = first and latency and spec.mode == "infer" and spec.processes == 1
             latencies, latency_s = _after(
                 single, _latency, spec, workload, device, timed.measurement
@@ -181,6 +184,7 @@ class _Timed:
     recorded: dict[str, Any]  # what the steps or the backend recorded, and the drift
     drift_s: float | None  # seconds the drift check took; None when it did not run
     profile_s: float | None  # seconds the profiled steps took; None when not asked
+    prep: Runnable | None  # the configuration built, kept for the probe that pairs with it
 
 
 def _time(
@@ -229,8 +233,7 @@ def _time(
         started = time.perf_counter()
         recorded[keys.DRIFT] = _drift(prep, workload, device)
         drift_s = time.perf_counter() - started
-    # prep goes with this frame, freeing the device for the probe
-    return _Timed(measurement, memory, setup, meter, recorded, drift_s, profile_s)
+    return _Timed(measurement, memory, setup, meter, recorded, drift_s, profile_s, prep)
 
 
 def _sampled(memory: MemoryReading, sampler: PeakSampler | None) -> MemoryReading:
@@ -293,32 +296,6 @@ def _drift(prep: Runnable, workload: Workload, device: Device) -> dict[str, Any]
         return compare_outputs(reference, candidate, classifier=workload.num_classes is not None)
     except Exception as exc:  # the measurement stands; say why there is no drift
         return {"error": one_line(exc)}
-
-
-def _probe(spec: RunSpec, workload: Workload, device: Device, process: Round) -> dict[str, Any]:
-    """Time the same configuration at a quarter of the batch, for the bottleneck verdict: a
-    share of PROBE_STOP in each process, so the verdict can pair each process's probe with its
-    own samples."""
-    batch = max(1, spec.batch_size // PROBE_DIVISOR)
-    if batch == spec.batch_size:
-        return {}
-    probe_spec = replace(spec, batch_size=batch)
-    rule = replace(PROBE_STOP, max_time=PROBE_STOP.max_time / process.planned)
-    if not process.first:  # compilation caches and allocators are warm after the first
-        rule = replace(rule, warmup=1)
-    try:
-        prep = build(probe_spec, workload, device)
-        result = measure(block_function(prep), prep.timer, rule.at_least(warmup_needed(spec)))
-    except Exception as exc:  # the main result stands; say why there is no verdict input
-        return {keys.PROBE_ERROR: one_line(exc)}
-    per_step = result.time
-    low, high = (
-        (None, None)
-        if per_step.ci_low is None or per_step.ci_high is None
-        else (per_step.ci_low / spec.steps_per_block, per_step.ci_high / spec.steps_per_block)
-    )
-    median = per_step.median / spec.steps_per_block
-    return Probe(batch, median, len(result.samples), low, high, (median,)).to_metrics()
 
 
 def _latency(

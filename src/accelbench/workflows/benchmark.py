@@ -21,7 +21,7 @@ from ..backends import check_installed, unsupported
 from ..core import metrics as keys
 from ..core.explanation import ProfileRequest
 from ..core.levels import DEFAULT_POLICY, RoundPolicy
-from ..core.result import MODES, Result, RunSpec, Value
+from ..core.result import MODES, Result, RunSpec, Value, machine_of
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
 from ..devices import Device, resolve_devices
 from ..devices.fingerprint import fingerprint
@@ -252,7 +252,8 @@ def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False
             result = analyze(result, plan.devices[spec.device])
             if spec.processes == 1 and result.measurement is not None:
                 singles[spec] = result
-            result = with_trust(_with_scaling(result, singles))
+            earlier = _earlier_runs(store, result, plan.sweep.id)
+            result = with_trust(_with_scaling(result, singles), earlier)
             result = store.save(replace(result, sweep=plan.sweep.id))
             bar.remove_task(task)
             bar.update(overall, advance=1, total=sum(_planned(plan, p) for p in todo))
@@ -260,6 +261,24 @@ def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False
 
         run_interleaved(todo, run, _next_pass(stored.values()))
     return [p.result for p in todo if p.result is not None]
+
+
+EARLIER_RUNS = 5  # the newest other runs of a configuration its interval is checked against
+
+
+def _earlier_runs(store: Store, result: Result, sweep: str) -> list[Result]:
+    """The newest runs of the same configuration on the same machine in other sweeps."""
+    machine = machine_of(result.environment)
+    same = Filters(workload=result.spec.workload, device=result.spec.device)
+    found = [
+        r
+        for r in store.results(same, limit=200)  # newest first: enough to find the last few
+        if r.spec == result.spec
+        and r.sweep != sweep
+        and r.measurement is not None
+        and machine_of(r.environment) == machine
+    ]
+    return found[:EARLIER_RUNS]
 
 
 def _next_pass(stored: Iterable[Result]) -> int:
