@@ -2,6 +2,8 @@
 # command and database, now that a configuration is measured in several processes; the main
 # job's verdict on seed-cnn; and optimize repeated.
 #   bash benchmarks/h200_m.sh repeat    (writes $OUT/out_m_repeat.tgz)
+#   bash benchmarks/h200_m.sh again     (the main job twice, seed-cnn four times, one optimize:
+#                                        after the probe alternated with the configuration)
 #   bash benchmarks/h200_m.sh optimize  (writes $OUT/out_m_optimize.tgz)
 # Then, here: python3 benchmarks/repeat_check.py <the four databases of one configuration>
 export PYTHONPATH=src PYTHONUNBUFFERED=1
@@ -24,8 +26,13 @@ repeat)
   for i in 1 2; do timed r50t_$i timeout 120 $AB $R50T --db $W/r50t_$i.db; done
   timed main timeout 150 $AB run --db $W/main.db
   for f in $W/*.db; do $AB results --db $f --json > ${f%.db}.json; done; save ;;
+again)
+  for i in 1 2; do timed main_$i timeout 120 $AB run --db $W/main_$i.db; done
+  for i in 1 2 3 4; do timed seed_$i timeout 90 $AB $SEED --db $W/seed_$i.db; done
+  timed opt_seed_1 timeout 200 $AB optimize seed-cnn --device cuda --mode train --db $W/os_1.db
+  for f in $W/*.db; do $AB results --db $f --json > ${f%.db}.json; done; save ;;
 optimize)
-  for i in 1 2 3; do
+  for i in 2 3; do
     timed opt_seed_$i timeout 170 $AB optimize seed-cnn --device cuda --mode train --db $W/os_$i.db
   done
   for f in $W/*.db; do $AB results --db $f --json > ${f%.db}.json; done; save ;;
