@@ -136,6 +136,9 @@ def test_writers_records_read_back_as_the_values_that_wrote_them():
             "ci_low": 0.019,
             "ci_high": 0.021,
             "steps": (0.02, 0.021),
+            "growth": (),
+            "growth_ci_low": None,
+            "growth_ci_high": None,
         }
     }
     assert keys.Probe.from_metrics(probe.to_metrics()) == probe

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from ..core.metrics import OPTIMIZE_POLICY, MachineState, Rounds
+from ..core.metrics import LEFT_RUNNING, OPTIMIZE_POLICY, MachineState, Rounds
 from ..core.result import Result
 from ..core.stats import NOISY_CI_FRACTION
 
@@ -95,6 +95,7 @@ def assess(result: Result, earlier: Sequence[Result] = ()) -> Trust:
         *_noise_caveats(result),
         *(machine_caveats(result.facts.machine_state)),
         *_history_caveats(result, earlier),
+        *_left_running(result),
         *_platform_caveats(result),
     ]
     caveats.sort(key=lambda c: not c.decisive)
@@ -263,6 +264,21 @@ def _history_caveats(result: Result, earlier: Sequence[Result]) -> list[Caveat]:
             f"machine landed outside this interval ({named}): the host's state outlasted this "
             "run's processes; compare configurations side by side in one sweep, where it "
             "cancels",
+        )
+    ]
+
+
+def _left_running(result: Result) -> list[Caveat]:
+    """Processes the model's code started that outlived its worker (engine/reaper)."""
+    left = [str(x) for x in result.metrics.get(LEFT_RUNNING) or ()]
+    if not left:
+        return []
+    return [
+        Caveat(
+            "left running",
+            f"the model's code left {len(left)} process(es) running after its worker ended "
+            f"({', '.join(left[:3])}): they were stopped; anything they did while the samples "
+            "ran used the machine too",
         )
     ]
 

@@ -12,7 +12,8 @@ Who writes which keys (units are on each value's fields below):
   the timed samples)
 - engine/profile (with --profile or `explain`): explain (an Explanation, core/explanation),
   explain_error (why there is none); overhead's profile_s
-- engine/worker: overhead's start_s, import_s, wall_s (where one configuration's seconds went)
+- engine/worker: overhead's start_s, import_s, wall_s (where one configuration's seconds went);
+  left_running (engine/reaper: what the model's code left running, stopped)
 - analysis/metrics, in the worker's first process: flops_per_sample (FLOP),
   channels_last_applies, prefill_flops_per_sequence and decode_flops_per_sequence (FLOP,
   mode "generate"); and in the parent from those: achieved_flops (FLOP/s), peak_flops
@@ -59,6 +60,7 @@ __all__ = [
     "JOULES_PER_SAMPLE",
     "MACHINE_STATE",
     "LATENCY",
+    "LEFT_RUNNING",
     "LATENCY_ERROR",
     "LOAD_S",
     "MAX_BATCH",
@@ -157,6 +159,9 @@ LOAD_S = "load_s"
 # What the first process learns of the model itself, so the parent never calls the user's code
 # (issue 25): whether its forward takes channels_last inputs, and a generation's forward FLOPs.
 CHANNELS_LAST_APPLIES = "channels_last_applies"
+# Processes the model's code left running once its worker had ended, stopped by engine/reaper
+# ("pid 4242 python3"), over every process of the configuration.
+LEFT_RUNNING = "left_running"
 PREFILL_FLOPS_PER_SEQUENCE = "prefill_flops_per_sequence"
 DECODE_FLOPS_PER_SEQUENCE = "decode_flops_per_sequence"
 
@@ -980,7 +985,7 @@ _KEY_TYPES: dict[str, tuple[type, ...]] = {
     LATENCY_ERROR: (str,),
     MAX_BATCH_STOPPED_BY: (str,),
     **dict.fromkeys((MEMORY_TENSORS_ONLY, MAX_BATCH_LIMIT_REACHED), (bool,)),
-    **dict.fromkeys((RANKS, MAX_BATCH_PROBES, CPU_FALLBACK_OPS), (list,)),
+    **dict.fromkeys((RANKS, MAX_BATCH_PROBES, CPU_FALLBACK_OPS, LEFT_RUNNING), (list,)),
 }
 # The groups stored under one key whose own keys are their view's field names.
 _GROUPS: dict[str, type] = {

@@ -128,10 +128,7 @@ def merge(previous: Result | None, latest: Result, pass_no: int) -> Result:
     facts = previous.facts.rounds
     assert facts is not None and previous.measurement is not None
     if latest.measurement is None:  # the earlier processes stand; this one is a caveat
-        failed = f"process {len(facts.passes) + 1}: {latest.status}: {latest.error}"
-        rounds = replace(facts, failed=(*facts.failed, failed))
-        metrics = {**previous.metrics, **rounds.to_metrics()}
-        return replace(previous, metrics=_overhead(metrics, latest.metrics))
+        return _failed(previous, latest, facts)
     measurement = previous.measurement.with_process(latest.measurement)
     rounds = replace(facts, passes=(*facts.passes, pass_no))
     metrics = _combined(previous.metrics, latest.metrics, measurement, previous)
@@ -141,6 +138,24 @@ def merge(previous: Result | None, latest: Result, pass_no: int) -> Result:
         peak_memory=_larger(previous.peak_memory, latest.peak_memory),
         metrics={**metrics, **rounds.to_metrics()},
     )
+
+
+def _failed(previous: Result, latest: Result, facts: Rounds) -> Result:
+    """The earlier processes' result, with the latest one's failure recorded beside it."""
+    failed = f"process {len(facts.passes) + 1}: {latest.status}: {latest.error}"
+    rounds = replace(facts, failed=(*facts.failed, failed))
+    metrics = {
+        **_overhead(previous.metrics, latest.metrics),
+        **rounds.to_metrics(),
+        **_joined(previous.metrics, latest.metrics, keys.LEFT_RUNNING),
+    }
+    return replace(previous, metrics=metrics)
+
+
+def _joined(a: dict[str, Any], b: dict[str, Any], key: str) -> dict[str, Any]:
+    """A list both processes recorded under `key`, each item once."""
+    joined = list(dict.fromkeys([*a.get(key, ()), *b.get(key, ())]))
+    return {key: joined} if joined else {}
 
 
 def _first(result: Result, pass_no: int) -> Result:
@@ -171,9 +186,8 @@ def _combined(
     latency = Latency.from_metrics(before)
     if latency is not None and latency.source == OWN_STEPS and measured.repeat == 1:
         out.update(Latency.from_steps(measured.samples, OWN_STEPS).to_metrics())
-    fallen = [*before.get(keys.CPU_FALLBACK_OPS, ()), *latest.get(keys.CPU_FALLBACK_OPS, ())]
-    if fallen:
-        out[keys.CPU_FALLBACK_OPS] = list(dict.fromkeys(fallen))
+    for key in (keys.CPU_FALLBACK_OPS, keys.LEFT_RUNNING):
+        out.update(_joined(before, latest, key))
     return out
 
 

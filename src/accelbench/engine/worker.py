@@ -33,13 +33,14 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ..core.explanation import ProfileRequest
-from ..core.metrics import Overhead
+from ..core.metrics import LEFT_RUNNING, Overhead
 from ..core.result import Result, RunSpec
 from ..errors import UsageError
 from ..levers import PLUGINS
 from ..workloads import WorkloadRef
 from .dist import Launch
 from .measure import StopRule
+from .reaper import Reaper
 from .rounds import Round
 
 __all__ = ["START", "run_isolated"]
@@ -165,35 +166,37 @@ def _run_isolated(
 ) -> Result:
     context = _context()
     receiver, sender = context.Pipe(duplex=False)
-    launch = launch or Launch(timeout=timeout)
-    environment = dict(os.environ)
     job = _Job(
         spec,
         ref,
         stop,
         probe,
-        launch,
+        launch or Launch(timeout=timeout),
         drift,
         time.time(),
-        environment,
+        dict(os.environ),
         os.getpid(),
         profile,
         latency,
         process,
     )
-    worker = context.Process(target=_worker, args=(sender, job), daemon=False)
-    worker.start()
-    sender.close()  # so the parent sees EOF when the child dies
-    outcome: Result | str | None = "interrupted"
-    try:
-        outcome = _wait(receiver, worker, timeout, on_block)
-    finally:
-        # A worker that sent its result is exiting: let it. Any other is stopped now.
-        _end(worker, grace=10 if isinstance(outcome, Result) else 0)
-    if isinstance(outcome, Result):
-        return outcome
-    status = "error" if outcome is None else "timeout"
-    return Result(spec=spec, status=status, error=_failure(outcome, timeout, worker.exitcode))
+    with Reaper() as reaper:  # whatever the worker leaves running ends with it
+        worker = context.Process(target=_worker, args=(sender, job), daemon=False)
+        worker.start()
+        sender.close()  # so the parent sees EOF when the child dies
+        outcome: Result | str | None = "interrupted"
+        try:
+            outcome = _wait(receiver, worker, timeout, on_block)
+        finally:
+            # A worker that sent its result is exiting: let it. Any other is stopped now.
+            _end(worker, grace=10 if isinstance(outcome, Result) else 0)
+    if not isinstance(outcome, Result):
+        status = "error" if outcome is None else "timeout"
+        error = _failure(outcome, timeout, worker.exitcode)
+        outcome = Result(spec=spec, status=status, error=error)
+    if reaper.stopped:
+        outcome = replace(outcome, metrics={**outcome.metrics, LEFT_RUNNING: reaper.stopped})
+    return outcome
 
 
 def _failure(outcome: str | None, timeout: float, exitcode: int | None) -> str:
