@@ -11,7 +11,7 @@ from accelbench.core.result import Result
 from accelbench.core.stats import Measurement
 from accelbench.engine.rounds import merge
 from accelbench.engine.runner import make_spec
-from accelbench.levers import ladder_groups
+from accelbench.levers import label, ladder_groups
 from accelbench.workflows.optimize import Tolerance, assess, recommend
 from accelbench.workflows.search import Budget, Search
 from accelbench.workloads import get_workload
@@ -28,10 +28,11 @@ SEED, RESNET = get_workload("seed-cnn"), get_workload("resnet50")
 CLOSE = {"max_rel_error": 0.001, "top1_agreement": 1.0}
 
 
-def _result(spec, rate, seed):
-    """One process's measurement of `rate` samples/s: the process 1% off, its 12 samples 1%."""
+def _result(spec, rate, seed, spread=0.01):
+    """One process's measurement of `rate` samples/s: the process `spread` off, its 12 samples
+    1%."""
     rng = np.random.default_rng(seed)
-    seconds = spec.batch_size * spec.steps_per_block / rate * (1 + 0.01 * rng.standard_normal())
+    seconds = spec.batch_size * spec.steps_per_block / rate * (1 + spread * rng.standard_normal())
     samples = tuple(seconds * (1 + 0.01 * rng.standard_normal(12)))
     drift = {} if spec.precision == "fp32" and not spec.levers else {"drift": CLOSE}
     result = Result(spec=spec, status="ok", measurement=Measurement(samples), metrics=drift)
@@ -42,8 +43,9 @@ class FakeBench:
     """Measures a spec as `rate(spec)` says; None is an error (the lever broke the model).
     Each measurement takes `seconds` on a fake clock, or stops at its timeout."""
 
-    def __init__(self, rate, seconds=10.0):
+    def __init__(self, rate, seconds=10.0, spread=0.01):
         self.rate, self.seconds, self.now, self.specs = rate, seconds, 0.0, []
+        self.spread = spread  # how far a process lands from `rate`
         self.processes = []  # the specs given a process beyond their first
 
     def clock(self):
@@ -58,7 +60,7 @@ class FakeBench:
         if rate is None:
             return Result(spec=rung.spec, status="error", error="RuntimeError: view size is not "
                           "compatible with input tensor's size and stride")  # fmt: skip
-        return _result(rung.spec, rate, seed=len(self.specs))
+        return _result(rung.spec, rate, seed=len(self.specs), spread=self.spread)
 
     def more(self, rung, before, timeout):
         """One more process of a variant, merged with its earlier ones (engine/rounds)."""
@@ -67,8 +69,8 @@ class FakeBench:
         return merge(before, replace(latest, metrics={}), len(self.specs))
 
 
-def _search(workload, mode, rate, budget=1e9, groups=None, seconds=10.0):
-    bench = FakeBench(rate, seconds)
+def _search(workload, mode, rate, budget=1e9, groups=None, seconds=10.0, spread=0.01):
+    bench = FakeBench(rate, seconds, spread)
     base = make_spec(workload, GPU, mode=mode)
     search = Search(
         base, GPU, workload, groups or ladder_groups(), Tolerance(), bench.measure,
@@ -309,3 +311,18 @@ def test_on_generate_the_search_leaves_out_levers_that_do_not_generate():
     outcome = search.run()
     assert outcome.trials and not any(s.lever("cuda_graphs", False) for s in bench.specs)
     assert not any("cuda_graphs" in name for name, _ in outcome.not_tried)  # optimize lists it
+
+
+def test_a_close_gain_gets_more_processes_and_a_close_loss_does_not():
+    def rate(spec):
+        if spec.precision == "tf32":
+            return 108.0  # a real 8% gain, hidden at first by processes 6% apart
+        return 90.0 if spec.lever("cudnn_benchmark", False) else 100.0
+
+    outcome, bench = _search(RESNET, "infer", rate, groups=("precision", "cudnn_benchmark"),
+                             spread=0.06)  # fmt: skip
+    raced = {label(spec) for spec in bench.processes}
+    assert "infer tf32 b128" in raced  # the gain was close, and worth settling
+    assert not any("cudnn" in name for name in raced)  # a loss is not worth a process
+    tf32 = next(t for t in outcome.trials if t.rung.name == "tf32")
+    assert 1 < tf32.result.measurement.processes <= 4
