@@ -240,8 +240,9 @@ def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False
     todo = [Progress(c, stored.get(c.spec)) for c in plan.configs]
     todo = [p for p in todo if not p.complete]
     analyze = Analyzer(store.calibrations())
+    of_sweep = store.results(Filters(sweep=plan.sweep.id))
     # Single-process results of this sweep, the baseline of the data-parallel efficiency.
-    singles = {r.spec: r for r in store.results(Filters(sweep=plan.sweep.id)) if resume}
+    singles = {r.spec: r for r in of_sweep if resume}
     with progress_bar(disable=quiet) as bar:
         overall = bar.add_task("processes", total=sum(_planned(plan, p) for p in todo))
 
@@ -259,7 +260,7 @@ def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False
             bar.update(overall, advance=1, total=sum(_planned(plan, p) for p in todo))
             return result
 
-        run_interleaved(todo, run, _next_pass(stored.values()))
+        run_interleaved(todo, run, _next_pass(of_sweep))
     return [p.result for p in todo if p.result is not None]
 
 
@@ -282,8 +283,8 @@ def _earlier_runs(store: Store, result: Result, sweep: str) -> list[Result]:
 
 
 def _next_pass(stored: Iterable[Result]) -> int:
-    """The pass after every one stored: a resumed sweep's processes are paired only with those
-    that ran beside them."""
+    """The pass after every one stored in the sweep: the same command run again, or resumed,
+    numbers its passes on, so that compare pairs only processes that ran side by side."""
     passes = [n for r in stored for n in (r.facts.rounds.passes if r.facts.rounds else ())]
     return max(passes, default=0) + 1
 

@@ -136,10 +136,12 @@ def _legend(results: Sequence[Result]) -> str:
             "prefill's, in the notes."
         )
     return (
-        "it = the workload's steps per it on one fixed batch; it/s is the median over timed its "
-        "(warm-up excluded), the device synchronized at each it's boundaries; IQR and a "
-        "distribution-free 95% CI of the median; step time = median it time / steps per it; "
-        "TFLOP/s from FLOPs counted by torch.utils.flop_counter; MFU against the device's "
-        "peak for the precision; first it = the first warm-up it (compilation, autotuning); "
-        "vs CPU = ratio of medians against the same configuration on the CPU." + generate
+        "it = the workload's steps per it on one fixed batch, timed in several processes; "
+        "it/s is the geometric mean of the processes' medians over their timed its (warm-up "
+        "excluded, the device synchronized at each it's boundaries); IQR over all its; 95% CI "
+        "= Student's t over the processes' medians (in one process, distribution-free over its "
+        "its, holding for that process only); step time = it time / steps per it; TFLOP/s "
+        "from FLOPs counted by torch.utils.flop_counter; MFU against the device's peak for the "
+        "precision; first it = the first warm-up it (compilation, autotuning); vs CPU = ratio "
+        "against the same configuration on the CPU." + generate
     )
