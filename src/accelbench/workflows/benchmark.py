@@ -357,10 +357,13 @@ def benchmark(
     resume: bool = False,
     quiet: bool = True,
     profile: ProfileRequest | None = None,
+    rounds: int | None = None,
+    max_rounds: int | None = None,
     **levers: Sequence[Value],
 ) -> list[Result]:
-    """Plan and run a sweep as `accelbench run` does: each configuration in its own worker
-    process, failures as Results. Other levers go by name (`accelbench.levers`), e.g.
+    """Plan and run a sweep as `accelbench run` does: each configuration in worker processes of
+    its own (`rounds` of them, or adaptively up to `max_rounds`: engine/rounds), failures as
+    Results. Other levers go by name (`accelbench.levers`), e.g.
     channels_last=(False, True), compile=("", "default"), threads=(4,), processes=(2,) (per
     node). With `db` every result is also stored there (and `resume` skips those stored);
     without, they are only returned. With `profile`, each configuration's step is profiled
@@ -382,6 +385,8 @@ def benchmark(
         verdict=verdict,
         latency=latency,
         profile=profile,
+        rounds=rounds,
+        max_rounds=max_rounds,
     )
     return run_stored(plan(request), db, resume=resume, quiet=quiet)
 
