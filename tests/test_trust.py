@@ -116,3 +116,20 @@ def test_every_output_carries_the_caveats(busy_result):
     shown = json.loads(json.dumps(result_json(busy_result)))
     assert shown["caveats"][0]["decisive"] is True and text in shown["caveats"][0]["text"]
     assert shown["processes"] == 3 and shown["spread"]["processes"] == 3
+
+
+def test_a_stored_profile_of_the_same_configuration_is_the_verdicts_first_witness():
+    """run's verdict takes explain's busy share where the step was profiled before (seed 000's
+    model on the H200: the device busy about a fifth of the step)."""
+    step = 0.5 / 20 / 1.05
+    probe = Probe(16, step, 18, steps=(step,) * 3, growth=(1.04, 1.05, 1.06)).to_metrics()
+    profiled = {"activity": "cuda", "steps": 5, "profiled_step_s": 0.03, "measured_step_s": 0.025,
+                "device_busy_s": 0.005, "kernels_per_step": 40, "kernel_s": 0.005}  # fmt: skip
+    witness = replace(_result(), id=7, metrics={keys.EXPLAIN: profiled})
+    cpu = resolve_devices("cpu")[0]
+    verdict = Analyzer()(_result(**probe), cpu, witness).facts.bottleneck
+    assert verdict.kind == "launch-bound"
+    assert "the device was busy 20% of the step (explain's profile, result #7)" in (
+        verdict.explanation
+    )
+    assert "the batch probe agrees" in verdict.explanation

@@ -107,7 +107,9 @@ class Analyzer:
     def peaks(self, device: Device) -> PeakFigures | None:
         return self._calibrated.get(device.model) or known_peaks(device.model)
 
-    def __call__(self, result: Result, device: Device) -> Result:
+    def __call__(self, result: Result, device: Device, witness: Result | None = None) -> Result:
+        """`result` with its derived figures; `witness`, a stored profile of the same
+        configuration on the same machine, lends the verdict its busy share."""
         if result.measurement is None:
             return result
         if result.spec.mode == GENERATE:  # its phases have figures of their own
@@ -118,7 +120,9 @@ class Analyzer:
         if pruning is not None and pruning.flops_per_sample is not None:
             per_sample = pruning.flops_per_sample
         channels_last = bool(result.metrics.get(keys.CHANNELS_LAST_APPLIES, True))
-        figures = self._figures(result, per_sample, self.peaks(device), device, channels_last)
+        figures = self._figures(
+            result, per_sample, self.peaks(device), device, channels_last, witness
+        )
         return replace(result, metrics={**result.metrics, **figures})
 
     def _generation(self, result: Result, device: Device) -> Result:
@@ -141,6 +145,7 @@ class Analyzer:
         peaks: PeakFigures | None,
         device: Device,
         channels_last: bool,
+        witness: Result | None,
     ) -> dict[str, Any]:
         spec, m = result.spec, result.measurement
         assert m is not None
@@ -180,7 +185,7 @@ class Analyzer:
             caveat="; ".join(
                 c.text for c in machine_caveats(result.facts.machine_state) if c.decisive
             ),
-            **_profile_evidence(result),
+            **_profile_evidence(result, witness),
         )
         out[keys.VERDICT] = judge(timing).to_dict()
         return out
@@ -212,15 +217,20 @@ def _paired_growth(
     return None
 
 
-def _profile_evidence(result: Result) -> dict[str, Any]:
-    """What the verdict takes from the step's profile, where it was profiled on a device."""
-    found = result.facts.explanation
+def _profile_evidence(result: Result, witness: Result | None) -> dict[str, Any]:
+    """What the verdict takes from the step's profile, where it was profiled on a device: its
+    own (`run --profile`), else `witness`'s, a stored profile of the same configuration on
+    the same machine (`accelbench explain`)."""
+    found, source = result.facts.explanation, ""
+    if (found is None or found.busy_share is None) and witness is not None:
+        found, source = witness.facts.explanation, f" (explain's profile, result #{witness.id})"
     if found is None or found.busy_share is None:
         return {}
     return {
         "busy_share": found.busy_share,
         "kernels_per_step": found.kernels_per_step,
         "mean_kernel_s": found.mean_kernel_s,
+        "busy_source": source,
     }
 
 

@@ -66,6 +66,7 @@ class Timing:
     # is then undetermined, whatever the ratio (analysis/trust).
     caveat: str = ""
     busy_share: float | None = None  # the profile's: share of the step with a kernel running
+    busy_source: str = ""  # where that profile came from, when not this result's own
     kernels_per_step: float | None = None
     mean_kernel_s: float | None = None
     graphs: bool = True  # whether the device can capture CUDA graphs (for the advice)
@@ -176,7 +177,7 @@ def _from_profile(t: Timing, probe: Verdict) -> Verdict:
     kernels = ""
     if t.kernels_per_step and t.mean_kernel_s is not None:
         kernels = f"; {t.kernels_per_step:.0f} kernels of {_us(t.mean_kernel_s)} on average"
-    busy = f"the device was busy {t.busy_share:.0%} of the step{kernels}"
+    busy = f"the device was busy {t.busy_share:.0%} of the step{t.busy_source}{kernels}"
     launch = t.busy_share < IDLE_LAUNCH_BOUND
     agrees = (probe.kind == "launch-bound") == launch
     second = "the batch probe agrees: " + probe.explanation.removeprefix("launch-bound: ")

@@ -250,11 +250,12 @@ def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False
             spec = progress.config.spec
             task = bar.add_task(f"{spec.workload} on {spec.device}: {label(spec)}", total=None)
             result = _next_process(plan, progress, pass_no, lambda i, s: bar.advance(task))
-            result = analyze(result, plan.devices[spec.device])
+            earlier = _earlier_runs(store, result, plan.sweep.id)
+            witness = next((r for r in earlier if r.facts.explanation is not None), None)
+            result = analyze(result, plan.devices[spec.device], witness)
             if spec.processes == 1 and result.measurement is not None:
                 singles[spec] = result
-            earlier = _earlier_runs(store, result, plan.sweep.id)
-            result = with_trust(_with_scaling(result, singles), earlier)
+            result = with_trust(_with_scaling(result, singles), earlier[:EARLIER_RUNS])
             result = store.save(replace(result, sweep=plan.sweep.id))
             bar.remove_task(task)
             bar.update(overall, advance=1, total=sum(_planned(plan, p) for p in todo))
@@ -268,7 +269,7 @@ EARLIER_RUNS = 5  # the newest other runs of a configuration its interval is che
 
 
 def _earlier_runs(store: Store, result: Result, sweep: str) -> list[Result]:
-    """The newest runs of the same configuration on the same machine in other sweeps."""
+    """Runs of the same configuration on the same machine in other sweeps, newest first."""
     machine = machine_of(result.environment)
     same = Filters(workload=result.spec.workload, device=result.spec.device)
     found = [
@@ -279,7 +280,7 @@ def _earlier_runs(store: Store, result: Result, sweep: str) -> list[Result]:
         and r.measurement is not None
         and machine_of(r.environment) == machine
     ]
-    return found[:EARLIER_RUNS]
+    return found
 
 
 def _next_pass(stored: Iterable[Result]) -> int:
