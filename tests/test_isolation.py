@@ -259,7 +259,7 @@ def test_the_timeout_starts_when_the_worker_is_ready():
 
     threading.Thread(target=slow_start, daemon=True).start()
     alive = type("Alive", (), {"is_alive": lambda self: True})()
-    assert worker._wait(receiver, alive, 1.0, None) == result
+    assert worker._wait(receiver, alive, 1.0, None) == worker._Sent(result)
 
 
 def test_a_worker_that_never_gets_ready_has_a_start_up_limit(monkeypatch):

@@ -35,15 +35,16 @@ from typing import Any
 from ..core.explanation import ProfileRequest
 from ..core.metrics import LEFT_RUNNING, Overhead
 from ..core.result import Result, RunSpec
-from ..errors import UsageError
+from ..errors import UsageError, WorkloadError
 from ..levers import PLUGINS
-from ..workloads import WorkloadRef
+from ..workloads import Workload, WorkloadRef, load_workload
+from ..workloads.described import WorkloadFacts, described
 from .dist import Launch
 from .measure import StopRule
 from .reaper import Reaper
 from .rounds import Round
 
-__all__ = ["START", "run_isolated"]
+__all__ = ["START", "describe_isolated", "planning_workload", "run_isolated"]
 
 START = "ACCELBENCH_START"  # "spawn" forces a fresh interpreter per worker (debugging, comparing)
 STARTS = ("forkserver", "spawn")
@@ -83,6 +84,7 @@ class _Job:
     profile: ProfileRequest | None = None  # profile a few steps after the samples
     latency: bool = False  # time inference at batch 1 too, one step a sample
     process: Round | None = None  # which of the configuration's processes (engine/rounds)
+    cwd: str = ""  # the parent's working directory, now: the fork server's may be another
 
 
 def run_isolated(
@@ -112,6 +114,61 @@ def run_isolated(
     )
     wall = time.perf_counter() - called  # failed results too: a timeout costs its seconds
     return replace(result, metrics=Overhead.add(result.metrics, wall_s=wall))
+
+
+@dataclass(frozen=True)
+class _Describe:
+    """What a worker needs to load a workload and describe it (pickled across)."""
+
+    ref: WorkloadRef
+    environment: dict[str, str]
+    parent: int
+    cwd: str
+
+
+def planning_workload(ref: WorkloadRef, timeout: float) -> Workload:
+    """The workload the command plans with: a built-in as it is (accelbench's own code), a
+    `--model` as a worker described it (`describe_isolated`)."""
+    if not ref.custom:
+        return load_workload(ref)
+    return described(describe_isolated(ref, timeout))
+
+
+def describe_isolated(ref: WorkloadRef, timeout: float) -> WorkloadFacts:
+    """Load `ref` (a `--model`) in a worker and return what planning needs of it: importing
+    its file and calling its factory run the user's code, which may raise, exit, fork, hang or
+    change the directory, and none of it may reach the command. WorkloadError in one line
+    when it does not load; what it left running ends with it."""
+    job = _Describe(ref, dict(os.environ), os.getpid(), os.getcwd())
+    ended = _isolated(_describe_worker, job, timeout)
+    if isinstance(ended.sent, WorkloadFacts):
+        return ended.sent
+    if isinstance(ended.sent, str):
+        raise WorkloadError(ended.sent)
+    why = _failure(ended.outcome, timeout, ended.exitcode)
+    raise WorkloadError(f"loading {ref.name} failed: {why}")
+
+
+def _describe_worker(sender: Connection, job: _Describe) -> None:
+    """The child: load the workload, and send its facts or, in one line, why not."""
+    with contextlib.suppress(AttributeError, PermissionError):
+        os.setsid()
+    _die_with_parent(sender, job.parent)
+    _adopt(job.environment, job.cwd)
+    from ..errors import AccelbenchError, one_line
+    from ..workloads.described import facts_of
+
+    _send(sender, ("ready",))
+    try:
+        told: WorkloadFacts | str = facts_of(load_workload(job.ref))
+    except AccelbenchError as exc:  # said already, in one line
+        told = str(exc)
+    except SystemExit as exc:  # the model's code ended its program: its error, not ours
+        told = f"{job.ref.name}: the model's code called sys.exit({exc.code!r})"
+    except BaseException as exc:
+        told = f"{job.ref.name}: {one_line(exc)}"
+    _send(sender, ("result", told))
+    sender.close()
 
 
 def start_method() -> str:
@@ -164,8 +221,6 @@ def _run_isolated(
     latency: bool,
     process: Round | None,
 ) -> Result:
-    context = _context()
-    receiver, sender = context.Pipe(duplex=False)
     job = _Job(
         spec,
         ref,
@@ -179,24 +234,57 @@ def _run_isolated(
         profile,
         latency,
         process,
+        os.getcwd(),
     )
+    ended = _isolated(_worker, job, timeout, on_block)
+    outcome = ended.sent
+    if not isinstance(outcome, Result):
+        status = "error" if ended.outcome is None else "timeout"
+        error = _failure(ended.outcome, timeout, ended.exitcode)
+        outcome = Result(spec=spec, status=status, error=error)
+    if ended.stopped:
+        outcome = replace(outcome, metrics={**outcome.metrics, LEFT_RUNNING: ended.stopped})
+    return outcome
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """How a worker ended: what it sent as its result, if it sent one; else "timeout", "not
+    started" or None (it died); its exit code; what it left running that was stopped."""
+
+    sent: Any
+    outcome: str | None
+    exitcode: int | None
+    stopped: list[str]
+
+
+def _isolated(
+    target: Callable[[Connection, Any], None],
+    job: Any,
+    timeout: float,
+    on_block: Callable[[int, float], None] | None = None,
+) -> _Ended:
+    """Run `target(sender, job)` in a worker process and wait for what it sends."""
+    context = _context()
+    receiver, sender = context.Pipe(duplex=False)
     with Reaper() as reaper:  # whatever the worker leaves running ends with it
-        worker = context.Process(target=_worker, args=(sender, job), daemon=False)
+        worker = context.Process(target=target, args=(sender, job), daemon=False)
         worker.start()
         sender.close()  # so the parent sees EOF when the child dies
-        outcome: Result | str | None = "interrupted"
+        outcome: _Sent | str | None = "interrupted"
         try:
             outcome = _wait(receiver, worker, timeout, on_block)
         finally:
             # A worker that sent its result is exiting: let it. Any other is stopped now.
-            _end(worker, grace=10 if isinstance(outcome, Result) else 0)
-    if not isinstance(outcome, Result):
-        status = "error" if outcome is None else "timeout"
-        error = _failure(outcome, timeout, worker.exitcode)
-        outcome = Result(spec=spec, status=status, error=error)
-    if reaper.stopped:
-        outcome = replace(outcome, metrics={**outcome.metrics, LEFT_RUNNING: reaper.stopped})
-    return outcome
+            _end(worker, grace=10 if isinstance(outcome, _Sent) else 0)
+    if isinstance(outcome, _Sent):
+        return _Ended(outcome.payload, None, worker.exitcode, reaper.stopped)
+    return _Ended(None, outcome, worker.exitcode, reaper.stopped)
+
+
+@dataclass(frozen=True)
+class _Sent:
+    payload: Any  # what the worker sent as its result
 
 
 def _failure(outcome: str | None, timeout: float, exitcode: int | None) -> str:
@@ -216,9 +304,9 @@ def _wait(
     process: Any,
     timeout: float,
     on_block: Callable[[int, float], None] | None,
-) -> Result | str | None:
-    """The worker's Result; "timeout", or "not started" when it was not even ready in time;
-    or None when it died without one. The configuration's clock starts at its "ready"."""
+) -> _Sent | str | None:
+    """What the worker sent as its result; "timeout", or "not started" when it was not even
+    ready in time; or None when it died without one. The clock starts at its "ready"."""
     deadline, ready = time.monotonic() + max(START_LIMIT_S, timeout), False
     while True:
         remaining = deadline - time.monotonic()
@@ -237,7 +325,7 @@ def _wait(
         elif message[0] == "block" and on_block is not None:
             on_block(message[1], message[2])
         elif message[0] == "result":
-            return message[1]
+            return _Sent(message[1])
 
 
 def _end(process: Any, grace: float) -> None:
@@ -283,9 +371,8 @@ def _worker(sender: Connection, job: _Job) -> None:
 def _run(sender: Connection, job: _Job, overhead: dict[str, float]) -> Result:
     """Find the workload and device again in this process, and measure."""
     started = time.perf_counter()
-    _adopt(job.environment)
+    _adopt(job.environment, job.cwd)
     from ..devices import resolve_devices
-    from ..workloads import load_workload
     from .runner import run_config
 
     _send(sender, ("ready",))  # the configuration's time limit starts now: the user's code next
@@ -367,8 +454,9 @@ def _end_orphan() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _adopt(environment: dict[str, str]) -> None:
-    """Take the parent's environment as it is now, and load the lever plugins it names.
+def _adopt(environment: dict[str, str], cwd: str = "") -> None:
+    """Take the parent's environment and directory as they are now, and load the lever
+    plugins it names.
 
     A forked worker has the fork server's environment, from when the server started; spawned,
     this changes nothing. Plugins already loaded are not loaded twice (levers._load_plugin)."""
@@ -377,4 +465,6 @@ def _adopt(environment: dict[str, str]) -> None:
     if os.environ != environment:
         os.environ.clear()
         os.environ.update(environment)
+    if cwd:
+        os.chdir(cwd)
     levers._load_plugins()

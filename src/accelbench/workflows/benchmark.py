@@ -35,11 +35,11 @@ from ..engine.rounds import (
 )
 from ..engine.sweep import Config, LeverValues, Progress, Sweep, run_interleaved
 from ..engine.track import progress_bar
-from ..engine.worker import run_isolated
+from ..engine.worker import planning_workload, run_isolated
 from ..errors import UsageError
 from ..levers import all_levers, find_lever, label
 from ..store.db import Filters, Store
-from ..workloads import Workload, WorkloadRef, load_workload
+from ..workloads import Workload, WorkloadRef
 
 __all__ = [
     "DEFAULT_WORKLOAD",
@@ -108,7 +108,8 @@ def plan(request: BenchmarkRequest) -> Plan:
     launch = _launch(request)
     # a name given twice is one configuration, for the library as for the CLI
     refs = list(dict.fromkeys(request.workloads)) or [WorkloadRef(DEFAULT_WORKLOAD)]
-    workloads = {ref: load_workload(ref) for ref in refs}
+    # a --model is loaded in a worker: the command never runs the user's code
+    workloads = {ref: planning_workload(ref, request.timeout) for ref in refs}
     devices = resolve_devices(request.devices)
     sweep = Sweep(
         workloads=tuple(refs),

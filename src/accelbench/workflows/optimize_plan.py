@@ -25,11 +25,11 @@ from ..engine.rounds import Round, merge
 from ..engine.runner import make_spec
 from ..engine.sweep import check_language_model
 from ..engine.track import progress_bar
-from ..engine.worker import run_isolated
+from ..engine.worker import planning_workload, run_isolated
 from ..errors import AccelbenchError, UsageError
 from ..levers import default_groups
 from ..store.db import Store
-from ..workloads import Workload, WorkloadRef, load_workload
+from ..workloads import Workload, WorkloadRef
 from ..workloads.llm import LanguageModel
 from .optimize import Assessment, Rung, Tolerance, assess, levers_not_tried
 from .search import Budget, Search, SearchOutcome
@@ -88,7 +88,7 @@ class Ladder:
 
 
 def plan_ladder(request: OptimizeRequest) -> Ladder:
-    workload = load_workload(request.workload)
+    workload = planning_workload(request.workload, request.timeout)  # in a worker for a --model
     device = _one_device(request.device)
     # One step per block: the adaptive rule then groups steps into samples of a quarter second
     # or more, so even a workload whose "it" is an epoch (seed 000's, 20 steps) gets the six
