@@ -3,6 +3,7 @@ export-version-2 file (lever fields in the spec), both made by accelbench before
 registered objects. Identical configurations keep their sweep ids; --resume into such a sweep,
 measured in one process per configuration, is refused in one line, the database untouched."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -66,3 +67,22 @@ def test_the_same_sweep_keeps_its_id_and_resume_into_it_is_refused(tmp_path):
     assert digest(db) == before  # nothing stored is changed
     with Store(db, create=False) as store:
         assert len(store.results()) == 5  # and every result still reads
+
+
+def test_results_of_the_previous_release_list_compare_and_report_as_one_process_each(tmp_path):
+    db = _old_db(tmp_path)
+    listed = run_cli("results", "--json", "--db", str(db))
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    measured = [r for r in rows if r["status"] == "ok"]
+    assert measured and all(r["processes"] == 1 and r["rounds"] == [] for r in measured)
+    assert all(
+        any(c["text"].startswith("1 process (stored by an accelbench that ran one)")
+            for c in r["caveats"])
+        for r in measured
+    )  # fmt: skip
+    compared = run_cli("compare", "--by", "precision", "--db", str(db))
+    assert compared.returncode == 0, compared.stderr
+    assert "ran in 1 process: too few to bound the spread" in compared.stdout
+    report = run_cli("report", "--format", "markdown", "--db", str(db))
+    assert report.returncode == 0 and "stored by an accelbench that ran one" in report.stdout
