@@ -177,6 +177,11 @@ def _number(found: Mapping[str, Any], key: str) -> float | None:
     return None if value is None else float(value)
 
 
+def _integer(found: Mapping[str, Any], key: str) -> int | None:
+    value = found.get(key)
+    return None if value is None else int(value)
+
+
 @dataclass(frozen=True)
 class Probe:
     """The same configuration timed at a smaller batch (`probe`), for the bottleneck verdict:
@@ -202,11 +207,10 @@ class Probe:
         found = _group(metrics, PROBE)
         if found is None:
             return None
-        blocks = found.get("blocks")
         return cls(
             int(found["batch_size"]),
             float(found["step_time_s"]),
-            None if blocks is None else int(blocks),
+            _integer(found, "blocks"),
             _number(found, "ci_low"),
             _number(found, "ci_high"),
             tuple(float(x) for x in found.get("steps", ())),
@@ -250,11 +254,10 @@ class Rounds:
         found = _group(metrics, ROUNDS)
         if found is None:
             return None
-        wanted = found.get("wanted")
         return cls(
             passes=tuple(int(x) for x in found.get("passes", ())),
             planned=int(found.get("planned", 0)),
-            wanted=None if wanted is None else int(wanted),
+            wanted=_integer(found, "wanted"),
             complete=bool(found.get("complete", False)),
             reason=str(found.get("reason", "")),
             failed=tuple(str(x) for x in found.get("failed", ())),

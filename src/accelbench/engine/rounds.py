@@ -100,9 +100,8 @@ def more_rounds(policy: RoundPolicy, stop: StopRule, result: Result) -> Rounds:
 def _decide(policy: RoundPolicy, stop: StopRule, measured: Measurement) -> dict[str, Any]:
     """How many processes the spread of the first ones asks for, within the cap and budget."""
     done = measured.processes
-    medians = [p.rate.median for p in measured.per_process]
-    logs = [math.log(m) for m in medians]
-    sd = math.sqrt(sum((x - sum(logs) / done) ** 2 for x in logs) / (done - 1)) if done > 1 else 0
+    logs = [math.log(p.rate.median) for p in measured.per_process]
+    sd = statistics.stdev(logs) if done > 1 else 0.0  # relative, as a spread of logs
     wanted = max(done, math.ceil((Z95 * sd / policy.target) ** 2))
     used = sum(measured.samples)
     affordable = done + max(0, math.floor((stop.max_time - used) / (used / done)))

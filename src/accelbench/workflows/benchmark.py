@@ -273,7 +273,7 @@ def _earlier_runs(store: Store, result: Result, sweep: str) -> list[Result]:
     """Runs of the same configuration on the same machine in other sweeps, newest first."""
     machine = machine_of(result.environment)
     same = Filters(workload=result.spec.workload, device=result.spec.device)
-    found = [
+    return [
         r
         for r in store.results(same, limit=200)  # newest first: enough to find the last few
         if r.spec == result.spec
@@ -281,7 +281,6 @@ def _earlier_runs(store: Store, result: Result, sweep: str) -> list[Result]:
         and r.measurement is not None
         and machine_of(r.environment) == machine
     ]
-    return found
 
 
 def _next_pass(stored: Iterable[Result]) -> int:
@@ -331,13 +330,14 @@ def resumable(plan: Plan, store: Store) -> dict[RunSpec, Result]:
     processes, so the rest would be measured differently."""
     stored: dict[RunSpec, Result] = {}
     for result in store.results(Filters(sweep=plan.sweep.id)):  # newest first: they win
+        stored.setdefault(result.spec, result)
+    for result in stored.values():
         if result.facts.rounds is None:
             raise UsageError(
                 f"--resume: sweep {plan.sweep.id} was stored by an earlier accelbench, one "
                 f"process per configuration (result #{result.id}); its results stay readable. "
                 "Run it again without --resume to measure it in several processes"
             )
-        stored.setdefault(result.spec, result)
     return stored
 
 
