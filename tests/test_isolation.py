@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 import time
+import types
 import uuid
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from accelbench.engine.runner import make_spec, run_config
 from accelbench.errors import UsageError, WorkloadError
 from accelbench.exporters import export_model
 from accelbench.store.db import Store
-from accelbench.workloads import Workload, get_workload
+from accelbench.workloads import Workload, WorkloadRef, get_workload
 from accelbench.workloads.custom import ModelOptions, load_custom
 
 from .conftest import REPO, run_cli
@@ -262,6 +263,22 @@ def test_the_timeout_starts_when_the_worker_is_ready():
     assert worker._wait(receiver, alive, 1.0, None) == worker._Sent(result)
 
 
+def test_a_result_that_arrived_while_the_command_was_stopped_is_kept(monkeypatch):
+    """SIGSTOP the command past the deadline, then continue it: the worker had finished in
+    time and its result waits in the pipe, so it is the result, not a timeout."""
+    receiver, sender = worker.multiprocessing.Pipe(duplex=False)
+    result = Result(spec=make_spec(get_workload("mlp"), CPU), status="ok")
+    sender.send(("ready",))
+    sender.send(("result", result))
+    readings = iter([0.0] + [1e6] * 10)  # every look at the clock after the first is too late
+    monkeypatch.setattr(worker, "time", types.SimpleNamespace(monotonic=lambda: next(readings)))
+    alive = type("Alive", (), {"is_alive": lambda self: True})()
+    assert worker._wait(receiver, alive, 1.0, None) == worker._Sent(result)
+    receiver, _ = worker.multiprocessing.Pipe(duplex=False)  # nothing sent: a timeout still
+    readings = iter([0.0] + [1e6] * 10)
+    assert worker._wait(receiver, alive, 1.0, None) == "not started"
+
+
 def test_a_worker_that_never_gets_ready_has_a_start_up_limit(monkeypatch):
     monkeypatch.setattr(worker, "START_LIMIT_S", 0.3)
     receiver, _sender = worker.multiprocessing.Pipe(duplex=False)
@@ -348,3 +365,16 @@ def test_the_library_runs_a_workload_named_twice_once():
 
     request = BenchmarkRequest(workloads=(WorkloadRef("mlp"), WorkloadRef("mlp")), devices="cpu")
     assert len(plan(request).configs) == 1
+
+
+def test_a_wall_clock_that_jumps_does_not_move_a_workers_start(monkeypatch):
+    """Durations come from the monotonic clock: a wall clock set a year back (NTP, a VM
+    resumed) once made a worker's start read 31,536,003 s."""
+    now = time.time
+    monkeypatch.setattr(time, "time", lambda: now() - 365 * 24 * 3600.0)
+    result = worker.run_isolated(
+        make_spec(get_workload("mlp"), CPU), WorkloadRef("mlp"), StopRule(blocks=1), 60.0,
+        probe=False,
+    )  # fmt: skip
+    assert result.status == "ok", result.error
+    assert 0 <= result.facts.overhead.start_s < 60

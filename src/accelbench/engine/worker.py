@@ -78,7 +78,10 @@ class _Job:
     probe: bool
     launch: Launch
     drift: bool
-    sent: float  # the parent's time.time() at the call, for the worker's start-up time
+    # the parent's time.monotonic() at the call, for the worker's start-up time: one clock for
+    # every process of the host (Linux's and macOS's CLOCK_MONOTONIC, Windows' tick count), which
+    # the wall clock is not (it jumps: a start once read a year)
+    sent: float
     environment: dict[str, str]  # the parent's, now: a forked worker has the server's
     parent: int  # the parent's pid: a forked worker's own parent is the fork server
     profile: ProfileRequest | None = None  # profile a few steps after the samples
@@ -228,7 +231,7 @@ def _run_isolated(
         probe,
         launch or Launch(timeout=timeout),
         drift,
-        time.time(),
+        time.monotonic(),
         dict(os.environ),
         os.getpid(),
         profile,
@@ -310,9 +313,11 @@ def _wait(
     deadline, ready = time.monotonic() + max(START_LIMIT_S, timeout), False
     while True:
         remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return "timeout" if ready else "not started"
-        if not receiver.poll(min(remaining, 0.5)):
+        # past the deadline, what is already in the pipe is still read: a result that arrived
+        # while this process could not look (stopped by SIGSTOP, say) is the worker's result
+        if not receiver.poll(max(0.0, min(remaining, 0.5))):
+            if remaining <= 0:
+                return "timeout" if ready else "not started"
             if not process.is_alive() and not receiver.poll():
                 return None
             continue
@@ -353,7 +358,7 @@ def _exit_reason(code: int | None) -> str:
 
 def _worker(sender: Connection, job: _Job) -> None:
     """The child: run, and send the Result whatever happens short of dying."""
-    begun = time.time()
+    begun = time.monotonic()
     from ..errors import one_line
 
     with contextlib.suppress(AttributeError, PermissionError):
