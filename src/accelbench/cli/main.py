@@ -34,6 +34,7 @@ from . import (
     verify,
     workloads,
 )
+from .output import OutputClosed, guarded_stdout
 
 # As a shell reports a command that a signal ended: 128 + SIGTERM, 128 + SIGPIPE.
 EXIT_TERMINATED = 143
@@ -83,13 +84,17 @@ class Terminated(BaseException):
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        with _sigterm_raises():
+        with _sigterm_raises(), guarded_stdout():
             # Building the parser loads the lever registry, plugins included: a broken plugin
             # is the user's error, said in one line.
             args = build_parser().parse_args(argv)
             code = int(args.handler(args))
             sys.stdout.flush()  # a closed pipe shows here, where it is caught, not at exit
             return code
+    except OutputClosed as exc:  # measured results were stored before anything was printed
+        print(f"accelbench: error: {exc}; results already stored are kept", file=sys.stderr)
+        _quiet_stdout()
+        return 2
     except AccelbenchError as exc:
         print(f"accelbench: error: {exc}", file=sys.stderr)
         return 2
@@ -101,9 +106,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_TERMINATED
     except BrokenPipeError:
         # The reader stopped reading (`results --json | head`): there is no one to tell.
-        # Python flushes stdout again at exit; pointed at /dev/null, that cannot fail.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return EXIT_CLOSED_PIPE
+
+
+def _quiet_stdout() -> None:
+    """Python flushes stdout again at exit; pointed at /dev/null, that cannot fail (a closed
+    stdout has nothing to flush)."""
+    if sys.stdout is not None:
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 @contextlib.contextmanager

@@ -4,10 +4,12 @@ the database path, files written, and the exit code of a measuring command."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
@@ -17,9 +19,80 @@ if TYPE_CHECKING:
 
     from ..core.result import Result
 
-__all__ = ["FAILED", "db_path", "emit_json", "exit_code", "result_json", "width", "write"]
+__all__ = [
+    "FAILED",
+    "OutputClosed",
+    "db_path",
+    "emit_json",
+    "exit_code",
+    "guarded_stdout",
+    "result_json",
+    "width",
+    "write",
+]
 
 FAILED = frozenset({"oom", "error", "timeout"})  # statuses that make a measuring command exit 1
+
+
+class OutputClosed(UsageError):
+    """Standard output cannot be written: closed (`>&-`), or its device full (`> /dev/full`)."""
+
+
+class _Guarded:
+    """Standard output that says, as an OutputClosed, why a write failed; `stream` None when
+    the command was started with it closed. A reader that stopped reading (a broken pipe) is
+    left to main's quiet ending."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return int(self._call("write", text))
+
+    def flush(self) -> None:
+        if self._stream is not None:  # nothing written to a closed one, nothing to flush
+            self._call("flush")
+
+    def isatty(self) -> bool:
+        return self._stream is not None and bool(self._stream.isatty())
+
+    def _call(self, name: str, *args: Any) -> Any:
+        if self._stream is None:
+            raise OutputClosed("cannot write to standard output: it is closed")
+        try:
+            return getattr(self._stream, name)(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputClosed(f"cannot write to standard output: {exc.strerror}") from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def guarded_stdout() -> Iterator[None]:
+    """sys.stdout guarded for the command's duration (`_Guarded`). Started with file
+    descriptor 1 closed, the next file opened would take it, and whatever a worker or the
+    model's code printed would land there (in the database): /dev/null holds it instead."""
+    original = sys.stdout
+    if original is None:
+        _hold(1)
+    sys.stdout = _Guarded(original)
+    try:
+        yield
+    finally:
+        sys.stdout = original
+
+
+def _hold(fd: int) -> None:
+    """Open /dev/null on `fd` if nothing is open there."""
+    try:
+        os.fstat(fd)
+    except OSError:
+        held = os.open(os.devnull, os.O_WRONLY)
+        if held != fd:  # a lower one was closed too: this one is not ours to fill
+            os.close(held)
 
 
 def width() -> int:
