@@ -113,15 +113,12 @@ def db_path(args: argparse.Namespace) -> Path:
 
 
 def write(path: str, data: str | bytes) -> None:
+    """A file the user named, written safely (store/files): whole or not at all."""
     from pathlib import Path
 
-    try:
-        if isinstance(data, bytes):
-            Path(path).write_bytes(data)
-        else:
-            Path(path).write_text(data)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    from ..store.files import write_file
+
+    write_file(Path(path), data)
 
 
 def exit_code(statuses: Iterable[str]) -> int:

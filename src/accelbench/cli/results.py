@@ -7,7 +7,6 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import UsageError
 from .options import Commands, add_filters, add_output_options, count, filters
 from .output import db_path, emit_json, result_json, width
 
@@ -108,23 +107,11 @@ def handle_export(args: argparse.Namespace) -> int:
 
 
 def _write_csv(results: list[Result], path: Path) -> None:
-    """The CSV whole or not at all: a temporary file beside it, then a rename."""
-    import os
-    import tempfile
-
+    """The CSV whole or not at all (store/files)."""
     from ..render.results_csv import results_csv
+    from ..store.files import write_file
 
-    text = results_csv(results)
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise UsageError(f"cannot write {path}: directory {directory} does not exist")
-    try:
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.")
-        with os.fdopen(handle, "w", newline="", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(temporary, path)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    write_file(path, results_csv(results))
 
 
 def handle_import(args: argparse.Namespace) -> int:

@@ -160,14 +160,16 @@ def _restore_env(name: str, value: str | None) -> None:
 @contextmanager
 def atomic_path(final: Path) -> Iterator[Path]:
     """A temporary path beside `final`; renamed onto it only when the block succeeds, so no
-    partial file is ever left where a complete one is expected."""
-    scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    partial file is ever left where a complete one is expected (a file is replaced in one
+    rename; a folder, a Core ML package, is removed first). The scratch folder's name is short:
+    one made from a long file name would not fit where the file's does."""
+    scratch = Path(tempfile.mkdtemp(prefix=".accelbench-", dir=final.parent))
     try:
         partial = scratch / final.name
         yield partial
-        if final.exists():
-            shutil.rmtree(final) if final.is_dir() else final.unlink()
-        partial.rename(final)
+        if final.is_dir() and not final.is_symlink():
+            shutil.rmtree(final)
+        os.replace(partial, final)
     except OSError as exc:
         raise UsageError(f"cannot write {final}: {exc.strerror or exc}") from None
     finally:

@@ -9,8 +9,6 @@ as it was.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 from ..core.result import Result, RunSpec, utc_now
 from ..core.version import __version__
 from ..errors import StoreError
+from .files import write_file
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "read_export", "write_export"]
 
@@ -41,7 +40,7 @@ _LEGACY_LEVERS: dict[str, str | int | bool] = {
 
 
 def write_export(results: Sequence[Result], path: Path) -> None:
-    """Write `results` to `path` whole or not at all (a temporary file, then a rename).
+    """Write `results` to `path` whole or not at all (store/files).
 
     Give them oldest first, so that importing keeps their order.
     """
@@ -52,16 +51,7 @@ def write_export(results: Sequence[Result], path: Path) -> None:
         "exported_at": utc_now(),
         "results": [r.to_record() for r in results],
     }
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise StoreError(f"cannot write {path}: directory {directory} does not exist")
-    try:
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.")
-        with os.fdopen(handle, "w") as f:
-            json.dump(payload, f, indent=1)
-        os.replace(temporary, path)
-    except OSError as exc:
-        raise StoreError(f"cannot write {path}: {exc.strerror}") from None
+    write_file(path, json.dumps(payload, indent=1))
 
 
 def read_export(path: Path, check_spec: Callable[[RunSpec], None] | None = None) -> list[Result]:
