@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from .options import Commands, add_filters, add_output_options, filters, fraction, result_id
-from .output import db_path, emit_json, result_json, width
+from .output import emit_json, read_store, result_json, width
 
 if TYPE_CHECKING:
     from ..core.result import Result
@@ -57,11 +57,10 @@ def handle(args: argparse.Namespace) -> int:
     from ..analysis.compare import compare
     from ..levers import dimensions
     from ..render.console import compare_table
-    from ..store.db import Store
 
     if bool(args.baseline) != bool(args.candidate):
         raise UsageError("--baseline and --candidate go together: give both RUNs")
-    with Store(db_path(args), create=False) as store:
+    with read_store(args) as store:
         if args.baseline:
             return _regressions(args, store)
         by = dimensions()[args.by]

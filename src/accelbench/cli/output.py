@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ..core.result import Result
+    from ..store.db import Store
 
 __all__ = [
     "FAILED",
@@ -26,6 +27,7 @@ __all__ = [
     "emit_json",
     "exit_code",
     "guarded_stdout",
+    "read_store",
     "result_json",
     "width",
     "write",
@@ -102,6 +104,19 @@ def width() -> int:
 
 def emit_json(payload: Any) -> None:
     print(json.dumps(payload, indent=2))
+
+
+@contextlib.contextmanager
+def read_store(args: argparse.Namespace) -> Iterator[Store]:
+    """The database opened to read; afterwards, each damaged row the reads met, in one line on
+    stderr (it was left out; every other row was read)."""
+    from ..render.text import inert
+    from ..store.db import Store
+
+    with Store(db_path(args), create=False) as store:
+        yield store
+    for text in store.damaged.values():  # a damaged row's text is shown, never acted on
+        print(f"accelbench: warning: {inert(text)}: left out", file=sys.stderr)
 
 
 def db_path(args: argparse.Namespace) -> Path:

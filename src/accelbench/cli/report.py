@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from .options import Commands, add_db, add_filters, filters
-from .output import db_path, write
+from .output import read_store, write
 
 if TYPE_CHECKING:
     from ..core.result import Result
@@ -36,9 +36,8 @@ def add_parser(commands: Commands) -> None:
 
 
 def _chosen(args: argparse.Namespace) -> list[Result]:
-    from ..store.db import Store
 
-    with Store(db_path(args), create=False) as store:
+    with read_store(args) as store:
         return store.results(filters(args))
 
 

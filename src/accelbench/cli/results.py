@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .options import Commands, add_filters, add_output_options, count, filters
-from .output import db_path, emit_json, result_json, width
+from .output import db_path, emit_json, read_store, result_json, width
 
 if TYPE_CHECKING:
     from ..core.result import Result
@@ -67,13 +67,12 @@ def add_parser(commands: Commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from ..render.console import results_table
-    from ..store.db import Store
 
     # A table of thousands of rows is slow to draw and no one reads it: by default the newest
     # TABLE_LIMIT, and one more is read to know whether there are others.
     default = not (args.json or args.all or args.limit)
     limit = TABLE_LIMIT if default else args.limit
-    with Store(db_path(args), create=False) as store:
+    with read_store(args) as store:
         results = store.results(filters(args), limit=None if limit is None else limit + default)
     if args.json:
         emit_json([result_json(r) for r in results])
@@ -85,7 +84,6 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def handle_export(args: argparse.Namespace) -> int:
-    from ..store.db import Store
     from ..store.results_file import write_export
 
     chosen = filters(args)
@@ -93,7 +91,7 @@ def handle_export(args: argparse.Namespace) -> int:
     as_csv = getattr(args, "format", None) == "csv" or (
         getattr(args, "format", None) is None and out.suffix.lower() == ".csv"
     )
-    with Store(db_path(args), create=False) as store:
+    with read_store(args) as store:
         results = store.results(chosen)[::-1]  # oldest first
     if as_csv:
         _write_csv(results, out)

@@ -22,7 +22,6 @@ from typing import Any
 
 from ..core.peaks import PeakFigures
 from ..core.result import Result, RunSpec, utc_now
-from ..core.stats import Measurement
 from ..errors import StoreError
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Filters", "Store", "default_db_path"]
@@ -153,6 +152,8 @@ class Store:
             )
         _check_file(self.path)
         self._conn = _open_to_write(self.path) if create else _open_to_read(self.path)
+        # rows found damaged by the reads so far, by id: the commands say each in one line
+        self.damaged: dict[int, str] = {}
 
     def __enter__(self) -> Store:
         return self
@@ -201,7 +202,14 @@ class Store:
             rows = self._conn.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read {self.path}: {exc}") from None
-        return [_to_result(row) for row in rows]
+        found = []
+        for row in rows:
+            try:
+                found.append(_to_result(row))
+            except (ValueError, TypeError, KeyError, OverflowError) as exc:
+                # one damaged row is named and left out; every other one still reads
+                self.damaged.setdefault(row["id"], f"result #{row['id']} is damaged ({exc})")
+        return found
 
     def save_calibration(
         self, device: str, device_model: str, host: str, peaks: PeakFigures
@@ -330,30 +338,21 @@ def _spec(row: sqlite3.Row) -> RunSpec:
 
 
 def _to_result(row: sqlite3.Row) -> Result:
-    samples = tuple(json.loads(row["samples"]))
-    return Result(
-        id=row["id"],
-        created_at=row["created_at"],
-        spec=_spec(row),
-        status=row["status"],
-        error=row["error"],
-        measurement=(
-            Measurement(
-                samples,
-                tuple(json.loads(row["warmup"])),
-                row["repeat"],
-                tuple((n, w) for n, w in json.loads(row["rounds"])),
-            )
-            if samples
-            else None
-        ),
-        peak_memory=row["peak_memory"],
-        peak_memory_meaning=row["peak_memory_meaning"],
-        environment=json.loads(row["environment"]),
-        metrics=json.loads(row["metrics"]),
-        sweep=row["sweep"],
-        uid=row["uid"],
-    )
+    """A stored row as a Result, checked as an imported record is (`Result.from_record`):
+    ValueError names the first thing wrong with a damaged row."""
+    record = {name: row[name] for name in _COLUMNS if name not in _JSON_COLUMNS}
+    for name in _JSON_COLUMNS:
+        try:
+            record[name] = json.loads(row[name])
+        except (TypeError, ValueError):
+            raise ValueError(f"its {name} is not JSON: {str(row[name])[:40]!r}") from None
+    spec = {name: record.pop(name) for name in _SPEC_COLUMNS}
+    spec = {k: v for k, v in spec.items() if v is not None or k not in _OPTIONAL_SPEC}
+    return replace(Result.from_record({**record, "spec": spec}), id=row["id"])
+
+
+_JSON_COLUMNS = ("samples", "warmup", "rounds", "environment", "metrics", "levers")
+_OPTIONAL_SPEC = ("prompt_length", "new_tokens")  # NULL for every mode but generate
 
 
 _BUSY_TIMEOUT_S = 30.0  # how long one writer waits for another's lock before giving up
@@ -373,18 +372,54 @@ def _open_to_write(path: Path) -> sqlite3.Connection:
 
 
 def _open_to_read(path: Path) -> sqlite3.Connection:
-    """The database opened read-only; an empty or older one is set up in a copy in memory."""
+    """The database opened read-only; an empty or older one is set up in a copy in memory, and
+    so is one a killed writer left with a hot journal beside it (`_rolled_back`)."""
     conn = _connect(f"{path.resolve().as_uri()}?mode=ro", path, uri=True)
     try:
         if _version(conn, path) == SCHEMA_VERSION:
             return conn
         memory = _connect(":memory:", path)
         conn.backup(memory)
+    except StoreError:
+        conn.close()
+        if not _hot_journal(path):
+            raise
+        memory = _rolled_back(path)
     except BaseException:
         conn.close()
         raise
-    conn.close()
+    else:
+        conn.close()
     return _prepared(memory, path)
+
+
+def _hot_journal(path: Path) -> bool:
+    """Whether a writer that died mid-transaction left its rollback journal: a reader must
+    roll the database back before reading it, which a read-only one cannot."""
+    journal = path.with_name(path.name + "-journal")
+    return journal.is_file() and journal.stat().st_size > 0
+
+
+def _rolled_back(path: Path) -> sqlite3.Connection:
+    """The committed database, in memory: the file and its journal are copied to a scratch
+    folder, where SQLite rolls the copy back; the original is never written."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="accelbench-read-") as scratch:
+        copy = Path(scratch) / "results.db"
+        shutil.copyfile(path, copy)
+        journal = path.with_name(path.name + "-journal")
+        shutil.copyfile(journal, copy.with_name(copy.name + "-journal"))
+        rolled = _connect(copy, path)
+        try:
+            memory = _connect(":memory:", path)
+            rolled.backup(memory)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {path}: {exc}") from None
+        finally:
+            rolled.close()
+    return memory
 
 
 def _prepared(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
