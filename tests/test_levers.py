@@ -85,6 +85,15 @@ def test_a_broken_plugin_is_one_line_and_exit_2(tmp_path):
     assert len(out.stderr.strip().splitlines()) == 1
 
 
+def test_a_plugin_that_ends_the_program_is_one_line_and_exit_2(tmp_path):
+    quits = tmp_path / "quits.py"
+    quits.write_text("import sys\nsys.exit(0)\n")
+    out = run_cli("results", "--db", str(tmp_path / "none.db"),
+                  env={"ACCELBENCH_LEVERS": str(quits)})  # fmt: skip
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().endswith("its code called sys.exit(0)")
+
+
 def test_every_built_in_lever_round_trips_its_words():
     for lever in all_levers():
         for word in lever.words:

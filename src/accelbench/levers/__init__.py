@@ -80,6 +80,11 @@ def _load_plugins() -> None:
     for entry in filter(None, os.environ.get(PLUGINS, "").split(os.pathsep)):
         try:
             _load_plugin(entry)
+        except SystemExit as exc:  # the plugin ended the program at import: its error, not ours
+            raise UsageError(
+                f"cannot load the lever plugin {entry!r} named in ${PLUGINS}: its code called "
+                f"sys.exit({exc.code!r})"
+            ) from None
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [""])[0]
             raise UsageError(
