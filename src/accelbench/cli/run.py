@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from ..core.levels import DEFAULT_POLICY
@@ -24,6 +25,7 @@ from .output import db_path, emit_json, exit_code, result_json, width
 
 if TYPE_CHECKING:
     from ..core.explanation import ProfileRequest
+    from ..core.result import RunSpec
     from ..workflows.benchmark import BenchmarkRequest, Plan
 
 DEVICES_HELP = "cpu, cuda, cuda:N, mps, xpu, xpu:N, or all (default)"
@@ -261,6 +263,18 @@ def handle(args: argparse.Namespace) -> int:
     return run_and_print(plan(request_from(args)), args)
 
 
+def _left_to_another(spec: RunSpec, holder: str) -> None:
+    """A configuration another `run --resume` of this sweep is measuring, said once."""
+    from ..levers import label
+
+    host, pid, _ = holder.rsplit(" ", 2)
+    print(
+        f"accelbench: {spec.workload} on {spec.device} ({label(spec)}) is being measured by "
+        f"another run (pid {pid} on {host}): left to it",
+        file=sys.stderr,
+    )
+
+
 def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
     """Run a checked plan, store it, and print its tables (and explanations) or its JSON."""
     from ..render.console import explanation_blocks, run_tables
@@ -272,7 +286,9 @@ def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
         with Store(db_path(args), create=False) as stored:
             resumable(checked, stored)
     with Store(db_path(args)) as store:
-        results = run_plan(checked, store, resume=resume, quiet=args.quiet)
+        results = run_plan(
+            checked, store, resume=resume, quiet=args.quiet, on_elsewhere=_left_to_another
+        )
     sweep = checked.sweep.id
     if args.json:
         emit_json(

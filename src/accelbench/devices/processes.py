@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MIN_CORES", "ProcessTimes", "busiest", "clock_ticks_per_s"]
+__all__ = ["MIN_CORES", "ProcessTimes", "busiest", "clock_ticks_per_s", "identity", "running"]
 
 PROC = Path("/proc")
 MIN_CORES = 0.05  # below this a process's share is the counters' ticking, not work
@@ -63,6 +63,38 @@ class ProcessTimes:
             with contextlib.suppress(OSError, ValueError, IndexError):  # ended, or not ours
                 stats[int(entry.name)] = _parse((entry / "stat").read_bytes(), tick)
         return cls(stats, tick, at)
+
+
+def identity(pid: int | None = None) -> str:
+    """"HOST PID START": a process, told apart from a later one given the same pid (its start
+    in clock ticks after boot, where /proc says it; 0 elsewhere)."""
+    import socket
+
+    pid = pid or os.getpid()
+    return f"{socket.gethostname()} {pid} {_started(pid)}"
+
+
+def running(owner: str) -> bool | None:
+    """Whether the process `identity` named is running: None when it is another host's (this
+    one cannot tell)."""
+    import socket
+
+    host, pid, started = owner.rsplit(" ", 2)
+    if host != socket.gethostname():
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: running, but is it the same process?
+        pass
+    return _started(int(pid)) == int(started)
+
+
+def _started(pid: int) -> int:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return _parse((PROC / str(pid) / "stat").read_bytes(), 1.0).started
+    return 0
 
 
 def _parse(raw: bytes, tick: float) -> _Stat:

@@ -192,6 +192,7 @@ class Progress:
 
     config: Config
     result: Result | None = None
+    elsewhere: str = ""  # another run measures it (`run --resume` in parallel): who
 
     @property
     def complete(self) -> bool:
@@ -207,15 +208,16 @@ class Progress:
 
 def run_interleaved(
     configs: Sequence[Progress],
-    run_process: Callable[[Progress, int], Result],
+    run_process: Callable[[Progress, int], Result | None],
     first_pass: int = 1,
 ) -> None:
     """Run the configurations' processes in passes: each pass runs the next process of every
     configuration not complete, in the sweep's order (A1 B1 C1, A2 B2 C2, ...), so the host's
     drift falls on every configuration alike. `run_process(progress, pass_no)` runs one and
-    returns the configuration's result so far, which says whether more are due."""
+    returns the configuration's result so far, which says whether more are due (or leaves it
+    as it was, marked `elsewhere`, where another run measures it)."""
     for pass_no in itertools.count(first_pass):
-        due = [p for p in configs if not p.complete]
+        due = [p for p in configs if not p.complete and not p.elsewhere]
         if not due:
             return
         for progress in due:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from types import TracebackType
@@ -27,7 +28,7 @@ from ..errors import StoreError
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Filters", "Store", "default_db_path"]
 
 APPLICATION_ID = 0x41636342  # "AccB"
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SPEC_COLUMNS = [f.name for f in fields(RunSpec)]  # "levers" holds a JSON object
 
@@ -125,6 +126,17 @@ ALTER TABLE results ADD COLUMN new_tokens INTEGER;
     # ('[]': one process, as every result stored before)
     9: """
 ALTER TABLE results ADD COLUMN rounds TEXT NOT NULL DEFAULT '[]';
+""",
+    # 10: a configuration a run is measuring, so that concurrent `run --resume`s of one sweep
+    # split the work (store.claims)
+    10: """
+CREATE TABLE claims (
+    sweep TEXT NOT NULL,
+    spec TEXT NOT NULL,         -- the configuration, as its spec's JSON
+    owner TEXT NOT NULL,        -- "host pid start": who measures it
+    heartbeat REAL NOT NULL,    -- seconds since the epoch of the owner's last word
+    PRIMARY KEY (sweep, spec)
+);
 """,
 }
 
@@ -247,16 +259,55 @@ class Store:
             for row in rows  # later rows overwrite earlier ones: the newest wins
         }
 
-    def done_specs(self, sweep: str) -> set[RunSpec]:
-        """The configurations of sweep `sweep` already stored, whatever their status."""
-        columns = ", ".join(_SPEC_COLUMNS)
+
+    def claim(self, sweep: str, spec: RunSpec, owner: str, stale: Callable[[str, float], bool]
+              ) -> str | None:  # fmt: skip
+        """Claim the configuration for `owner`: None when it is `owner`'s now (it was free,
+        `owner`'s already, whose heartbeat this renews, or its holder is gone:
+        `stale(holder, heartbeat)`), else the holder that keeps it. Concurrent `run --resume`s
+        of one sweep claim each configuration before measuring it, so they split the work."""
+        key = _spec_key(spec)
         try:
-            rows = self._conn.execute(
-                f"SELECT {columns} FROM results WHERE sweep = ?", (sweep,)
-            ).fetchall()
+            with self._conn:  # one transaction: the first to insert has it
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO claims VALUES (?, ?, ?, ?)",
+                    (sweep, key, owner, time.time()),
+                )
+                holder, beat = self._conn.execute(
+                    "SELECT owner, heartbeat FROM claims WHERE sweep = ? AND spec = ?",
+                    (sweep, key),
+                ).fetchone()
+                if holder == owner:  # ours: its heartbeat says we are still at it
+                    self._conn.execute(
+                        "UPDATE claims SET heartbeat = ? WHERE sweep = ? AND spec = ?",
+                        (time.time(), sweep, key),
+                    )
+                    return None
+                if not stale(holder, beat):
+                    return str(holder)
+                taken = self._conn.execute(
+                    "UPDATE claims SET owner = ?, heartbeat = ? WHERE sweep = ? AND spec = ? "
+                    "AND owner = ?",
+                    (owner, time.time(), sweep, key, holder),
+                )
+                return None if taken.rowcount == 1 else str(holder)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot read {self.path}: {exc}") from None
-        return {_spec(row) for row in rows}
+            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+
+    def release(self, sweep: str, spec: RunSpec, owner: str) -> None:
+        """Give up `owner`'s claim on the configuration (its processes are all stored)."""
+        try:
+            with self._conn:
+                self._conn.execute(
+                    "DELETE FROM claims WHERE sweep = ? AND spec = ? AND owner = ?",
+                    (sweep, _spec_key(spec), owner),
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+
+
+def _spec_key(spec: RunSpec) -> str:
+    return json.dumps(spec.to_dict(), sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -329,12 +380,6 @@ def _row(result: Result) -> dict[str, Any]:
     for name in ("samples", "warmup", "rounds", "environment", "metrics", "levers"):
         row[name] = json.dumps(row[name], sort_keys=True)
     return row
-
-
-def _spec(row: sqlite3.Row) -> RunSpec:
-    values: dict[str, Any] = {n: row[n] for n in _SPEC_COLUMNS}
-    values["levers"] = json.loads(values["levers"])
-    return RunSpec.from_dict(values)
 
 
 def _to_result(row: sqlite3.Row) -> Result:

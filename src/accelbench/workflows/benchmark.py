@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,7 @@ from ..core.result import MODES, Result, RunSpec, Value, machine_of
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
 from ..devices import Device, resolve_devices
 from ..devices.fingerprint import fingerprint
+from ..devices.processes import identity, running
 from ..engine.dist import Launch
 from ..engine.rounds import (
     Round,
@@ -35,7 +37,7 @@ from ..engine.rounds import (
 )
 from ..engine.sweep import Config, LeverValues, Progress, Sweep, run_interleaved
 from ..engine.track import progress_bar
-from ..engine.worker import planning_workload, run_isolated
+from ..engine.worker import START_LIMIT_S, planning_workload, run_isolated
 from ..errors import UsageError
 from ..levers import all_levers, find_lever, label
 from ..store.db import Filters, Store
@@ -233,37 +235,112 @@ def _launch(request: BenchmarkRequest) -> Launch:
     )
 
 
-def run_plan(plan: Plan, store: Store, resume: bool = False, quiet: bool = False) -> list[Result]:
+def run_plan(
+    plan: Plan,
+    store: Store,
+    resume: bool = False,
+    quiet: bool = False,
+    on_elsewhere: Callable[[RunSpec, str], None] | None = None,
+) -> list[Result]:
     """Run every configuration's processes (engine/rounds), interleaved pass by pass, saving
     each configuration's result as each of its processes lands; with `resume`, go on from
-    what this sweep stored (a configuration at the process it had reached)."""
+    what this sweep stored (a configuration at the process it had reached), claiming each
+    configuration first, so that resumers running at once split the work: one another run
+    measures is left to it (`on_elsewhere(spec, holder)`), one a dead run held is taken over."""
     stored = resumable(plan, store) if resume else {}
-    todo = [Progress(c, stored.get(c.spec)) for c in plan.configs]
-    todo = [p for p in todo if not p.complete]
-    analyze = Analyzer(store.calibrations())
+    todo = [p for p in (Progress(c, stored.get(c.spec)) for c in plan.configs) if not p.complete]
     of_sweep = store.results(Filters(sweep=plan.sweep.id))
+    claims = _Claims(store, plan.sweep.id, _stale_after(plan)) if resume else None
+    measure = _Measure(plan, store, Analyzer(store.calibrations()))
     # Single-process results of this sweep, the baseline of the data-parallel efficiency.
-    singles = {r.spec: r for r in of_sweep if resume}
+    measure.singles.update({r.spec: r for r in of_sweep if resume})
     with progress_bar(disable=quiet) as bar:
         overall = bar.add_task("processes", total=sum(_planned(plan, p) for p in todo))
 
-        def run(progress: Progress, pass_no: int) -> Result:
+        def run(progress: Progress, pass_no: int) -> Result | None:
+            if claims is not None and not claims.take(progress):
+                if progress.elsewhere and on_elsewhere is not None:
+                    on_elsewhere(progress.config.spec, progress.elsewhere)
+                return progress.result
             spec = progress.config.spec
             task = bar.add_task(f"{spec.workload} on {spec.device}: {label(spec)}", total=None)
-            result = _next_process(plan, progress, pass_no, lambda i, s: bar.advance(task))
-            earlier = _earlier_runs(store, result, plan.sweep.id)
-            witness = next((r for r in earlier if r.facts.explanation is not None), None)
-            result = analyze(result, plan.devices[spec.device], witness)
-            if spec.processes == 1 and result.measurement is not None:
-                singles[spec] = result
-            result = with_trust(_with_scaling(result, singles), earlier[:EARLIER_RUNS])
-            result = store.save(replace(result, sweep=plan.sweep.id))
+            result = measure(progress, pass_no, lambda i, s: bar.advance(task))
             bar.remove_task(task)
             bar.update(overall, advance=1, total=sum(_planned(plan, p) for p in todo))
+            if claims is not None and result.facts.rounds and result.facts.rounds.complete:
+                claims.release(spec)
             return result
 
         run_interleaved(todo, run, _next_pass(of_sweep))
-    return [p.result for p in todo if p.result is not None]
+    return [p.result for p in todo if p.result is not None and not p.elsewhere]
+
+
+@dataclass
+class _Measure:
+    """One more process of a configuration: measured, analyzed, caveated and stored."""
+
+    plan: Plan
+    store: Store
+    analyze: Analyzer
+    singles: dict[RunSpec, Result] = field(default_factory=dict)
+
+    def __call__(
+        self, progress: Progress, pass_no: int, on_block: Callable[[int, float], None]
+    ) -> Result:
+        plan, store, spec = self.plan, self.store, progress.config.spec
+        result = _next_process(plan, progress, pass_no, on_block)
+        earlier = _earlier_runs(store, result, plan.sweep.id)
+        witness = next((r for r in earlier if r.facts.explanation is not None), None)
+        result = self.analyze(result, plan.devices[spec.device], witness)
+        if spec.processes == 1 and result.measurement is not None:
+            self.singles[spec] = result
+        result = with_trust(_with_scaling(result, self.singles), earlier[:EARLIER_RUNS])
+        return store.save(replace(result, sweep=plan.sweep.id))
+
+
+@dataclass
+class _Claims:
+    """This run's claims on the configurations of a sweep it resumes (store.claims)."""
+
+    store: Store
+    sweep: str
+    stale_after: float  # seconds without a word from another host's holder: it is gone
+    owner: str = field(default_factory=identity)
+
+    def take(self, progress: Progress) -> bool:
+        """Whether this run measures the configuration's next process: claimed (or renewed),
+        its newest stored state taken up (another run may have added to it), not complete."""
+        spec = progress.config.spec
+        holder = self.store.claim(self.sweep, spec, self.owner, self._stale)
+        if holder is not None:
+            progress.elsewhere = holder
+            return False
+        newest = self.store.results(Filters(sweep=self.sweep, workload=spec.workload), limit=200)
+        mine = next((r for r in newest if r.spec == spec), None)
+        if mine is not None and _processes(mine) > _processes(progress.result):
+            progress.result = mine
+        if progress.complete:
+            self.release(spec)
+            return False
+        return True
+
+    def release(self, spec: RunSpec) -> None:
+        self.store.release(self.sweep, spec, self.owner)
+
+    def _stale(self, holder: str, heartbeat: float) -> bool:
+        alive = running(holder)  # None: another host's, known only by its heartbeat
+        return alive is False or (alive is None and time.time() - heartbeat > self.stale_after)
+
+
+def _processes(result: Result | None) -> int:
+    rounds = result.facts.rounds if result is not None else None
+    return 0 if rounds is None else len(rounds.passes) + len(rounds.failed)
+
+
+def _stale_after(plan: Plan) -> float:
+    """How long a holder on another host may go without a word (a process's time at most,
+    twice over) before its claim is taken over."""
+    return 2 * (plan.timeout + START_LIMIT_S) + 60
 
 
 EARLIER_RUNS = 5  # the newest other runs of a configuration its interval is checked against
