@@ -1,6 +1,7 @@
 """Reports: escaping of hostile strings, Markdown, the PNG chart, and the HTML page in a real
 headless browser (Debian's chromium driven by selenium)."""
 
+import io
 import os
 import shutil
 import subprocess
@@ -241,3 +242,34 @@ def test_every_bar_is_labelled_uniquely_even_for_identical_configurations():
     twins = [_in_sweep("cpu", 1.0, "a", 1), _in_sweep("cpu", 1.1, "b", 2)]
     assert len({_bar_label(r) for r in twins}) == 2
     assert throughput_chart(twins).startswith(b"\x89PNG")
+
+
+def test_a_report_of_many_results_is_bounded_and_says_what_it_left_out():
+    """10,000 results once made a 22.6 MB page of charts 64,000 pixels tall in 261 s: a
+    report shows the fastest per workload and device first, its first rows, and bounded
+    charts (BENCHMARKS.md: 10,000 results in under 5 s)."""
+    from accelbench.render import charts
+    from accelbench.render.html import html_report
+    from accelbench.render.rows import TABLE_ROWS
+
+    many = [
+        Result(
+            spec=RunSpec("seed-cnn", "cpu", 8 + i, 20),
+            status="ok",
+            measurement=Measurement((0.1 + i / 1e4,) * 6),
+            id=i + 1,
+            environment={"machine": "m", "host": "m"},
+            sweep="s",
+        )
+        for i in range(TABLE_ROWS + 50)
+    ]
+    page = html_report(many)
+    assert f"The first {TABLE_ROWS} of {TABLE_ROWS + 50} results" in page
+    assert page.count("<tr>") < 2 * TABLE_ROWS + 20  # the table, the summary, the machines
+    assert "Fastest per workload and device" in page
+    assert f"#{TABLE_ROWS + 50} train fp32 b{TABLE_ROWS + 57}" in page  # the most samples/s
+    png = charts.throughput_chart(many)
+    from PIL import Image
+
+    height = Image.open(io.BytesIO(png)).size[1]
+    assert height < 1600  # 25 bars, not 250

@@ -1,5 +1,9 @@
 """Charts as PNG bytes, drawn by matplotlib off-screen. Each returns None when the results hold
-nothing to draw (no optimization ladder, no batch sweep), so a report shows only real charts."""
+nothing to draw (no optimization ladder, no batch sweep), so a report shows only real charts.
+
+Each chart is bounded, whatever the results: at most PANELS workloads of at most BARS bars
+(the largest), LINES series, LADDERS optimize searches; its title says what was left out. A
+chart of 10,000 bars was 64,000 pixels tall and took minutes to draw."""
 
 from __future__ import annotations
 
@@ -28,6 +32,12 @@ __all__ = [
     "scaling_chart",
     "throughput_chart",
 ]
+
+
+PANELS = 8  # workloads a bar chart draws, those with the most results first
+BARS = 25  # bars a panel draws, the largest
+LINES = 12  # series a line chart draws, those with the most points
+LADDERS = 4  # optimize searches drawn, the newest
 
 
 def _pyplot() -> Any:
@@ -104,9 +114,11 @@ def _panels(
 ) -> bytes:
     """One horizontal bar panel per workload, largest first, with (median, low, high) whiskers."""
     plt = _pyplot()
-    by_workload: dict[str, list[Result]] = {}
+    every: dict[str, list[Result]] = {}
     for r in results:
-        by_workload.setdefault(r.spec.workload, []).append(r)
+        every.setdefault(r.spec.workload, []).append(r)
+    kept = sorted(every, key=lambda w: -len(every[w]))[:PANELS]
+    by_workload = {w: sorted(every[w], key=lambda r: -bar(r)[0])[:BARS] for w in sorted(kept)}
     heights = [0.35 * len(rs) + 0.9 for rs in by_workload.values()]
     figure, axes_list = plt.subplots(
         len(by_workload),
@@ -131,10 +143,14 @@ def _panels(
         )
         axes.set_yticks(positions, [_shown(_bar_label(r)) for _, r in drawn], fontsize=8)
         axes.invert_yaxis()
-        axes.set_title(_shown(workload), fontsize=9, loc="left")
+        left_out = len(every[workload]) - len(members)
+        more = f" (the {len(members)} largest of {len(every[workload]):,})" if left_out else ""
+        axes.set_title(_shown(workload) + more, fontsize=9, loc="left")
         for y, ((value, _, high), _) in zip(positions, drawn, strict=True):
             text = f" {value:,.0f}" if value >= 100 else f" {value:.3g}"
             axes.text(max(value, high), y, text, va="center", fontsize=8)  # clear of the whisker
+    if len(every) > len(kept):
+        title += f"\n(the {len(kept)} workloads with the most results of {len(every)})"
     figure.suptitle(title)
     return _png(figure)
 
@@ -173,6 +189,7 @@ def scaling_chart(results: Sequence[Result]) -> bytes | None:
         key = f"{r.spec.workload}: {_series_name(replace(r, spec=replace(r.spec, batch_size=0)))}"
         series.setdefault(key, []).append((r.spec.batch_size, r.samples_per_second or 0.0))
     series = {k: sorted(set(v)) for k, v in series.items() if len({b for b, _ in v}) > 1}
+    series = dict(sorted(series.items(), key=lambda item: -len(item[1]))[:LINES])
     if not series:
         return None
     plt = _pyplot()
@@ -196,6 +213,7 @@ def parallel_chart(results: Sequence[Result]) -> bytes | None:
         key = f"{r.spec.workload}: {_series_name(one_process)}"
         series.setdefault(key, {}).setdefault(r.spec.processes, r)
     series = {k: v for k, v in series.items() if len(v) > 1}
+    series = dict(sorted(series.items(), key=lambda item: -len(item[1]))[:LINES])
     if not series:
         return None
     plt = _pyplot()
@@ -230,6 +248,7 @@ def optimize_chart(results: Sequence[Result]) -> bytes | None:
         if r.facts.optimize is not None:
             ladders.setdefault(r.sweep, []).append(r)
     ladders = {k: v for k, v in ladders.items() if _baseline(v) is not None}
+    ladders = dict(list(ladders.items())[-LADDERS:])  # the newest searches
     if not ladders:
         return None
     plt = _pyplot()
@@ -307,7 +326,7 @@ def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> Non
 def explain_chart(results: Sequence[Result]) -> bytes | None:
     """Each profiled configuration's step as one bar, split into its categories' shares."""
     explained = [(r, r.facts.explanation) for r in results]
-    shown = [(r, e) for r, e in explained if e is not None and e.shares()]
+    shown = [(r, e) for r, e in explained if e is not None and e.shares()][:BARS]  # newest
     if not shown:
         return None
     plt = _pyplot()

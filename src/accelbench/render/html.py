@@ -1,4 +1,9 @@
-"""One self-contained HTML file: each machine's environment, the comparison tables, and charts.
+"""One self-contained HTML file: per workload and device the fastest configuration first, then
+each machine's environment, the comparison table, the caveats, and charts.
+
+It is bounded whatever the results (10,000 once took 261 s and 3.1 GB): the summary has a row
+per workload and device, the table and the lists their first TABLE_ROWS rows (the page says how
+many more, and how to see them), the charts their bounds (render/charts).
 
 Nothing is loaded from the network when the page is opened: styles are inline and charts are
 PNG images embedded as data URIs. Every string taken from results (model names, host names,
@@ -13,14 +18,25 @@ from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
 from ..analysis.compare import DEVICE, compare
+from ..analysis.trust import trust_of
 from ..core.metrics import P99_MIN_SAMPLES
 from ..core.result import Result, machine_of, utc_now
 from ..core.version import __version__
 from ..levers import label
 from . import charts
 from .console.explain import explanation_lines
-from .rows import HEADERS, LATENCY_HEADER, caveat_lines, failures, row_cells
-from .text import format_seconds, inert
+from .rows import (
+    EXPLAINED,
+    HEADERS,
+    LATENCY_HEADER,
+    TABLE_ROWS,
+    best_of,
+    caveat_lines,
+    failures,
+    row_cells,
+    samples_cell,
+)
+from .text import format_seconds, inert, interval
 
 __all__ = ["html_report"]
 
@@ -112,6 +128,7 @@ def html_report(results: Sequence[Result], title: str = "accelbench report") -> 
     sections = [
         f"<h1>{escape(title)}</h1>",
         f"<p>{_counts(results)} Made {escape(utc_now())} by accelbench {escape(__version__)}.</p>",
+        _summary(results),
         _machines(results),
         _comparisons(results),
         _caveats(results),
@@ -182,10 +199,46 @@ def _machines(results: Sequence[Result]) -> str:
     return "\n".join(parts)
 
 
+def _summary(results: Sequence[Result]) -> str:
+    """Per workload and device, the fastest configuration and the range of all measured."""
+    found = best_of(results)
+    if not found:
+        return ""
+    rows = [
+        [
+            (b.workload, ""),
+            (b.device, ""),
+            (f"#{b.best.id} {label(b.best.spec)}", ""),
+            (samples_cell(b.best), "num"),
+            (interval(b.best.measurement.rate) if b.best.measurement else "—", "num"),
+            (f"{b.count:,}", "num"),
+            (f"{b.slowest:,.0f} – {b.fastest:,.0f}", "num"),
+            (f"{len(trust_of(b.best).caveats)}", "num"),
+        ]
+        for b in found[:TABLE_ROWS]
+    ]
+    headers = ("workload", "device", "fastest", "samples/s", "it/s 95% CI", "results",
+               "samples/s, slowest – fastest", "its caveats")  # fmt: skip
+    return "<h2>Fastest per workload and device</h2>" + _table(headers, rows) + _more(
+        len(found), "workloads and devices"
+    )
+
+
+def _more(total: int, what: str) -> str:
+    """The note under a table cut at TABLE_ROWS."""
+    if total <= TABLE_ROWS:
+        return ""
+    return (
+        f"<p>The first {TABLE_ROWS} of {total:,} {escape(what)}; narrow the report with "
+        "--workload, --device, --sweep or --host, or list them all with "
+        "<code>accelbench results --json</code>.</p>"
+    )
+
+
 def _comparisons(results: Sequence[Result]) -> str:
     comparison = compare(results, DEVICE, within_sweep=True)
     rows = []
-    for row in comparison.rows:
+    for row in comparison.rows[:TABLE_ROWS]:
         cells = row_cells(row)
         classes = ["", "", "", "", *["num"] * (len(cells) - 4)]
         if row.speedup and not row.speedup.significant:
@@ -194,7 +247,8 @@ def _comparisons(results: Sequence[Result]) -> str:
         verdict = bottleneck.kind if bottleneck else ""
         rows.append([*zip(cells, classes, strict=True), (verdict, "")])
     headers = (*HEADERS, "verdict")
-    return "<h2>Results</h2>" + _table(headers, rows) + _LEGEND
+    more = _more(len(comparison.rows), "results")
+    return "<h2>Results</h2>" + _table(headers, rows) + more + _LEGEND
 
 
 def _caveats(results: Sequence[Result]) -> str:
@@ -202,8 +256,8 @@ def _caveats(results: Sequence[Result]) -> str:
     lines = caveat_lines(results)
     if not lines:
         return ""
-    items = "".join(f"<li>{_text(line)}</li>" for line in lines)
-    return f"<h2>Caveats</h2><ul>{items}</ul>"
+    items = "".join(f"<li>{_text(line)}</li>" for line in lines[:TABLE_ROWS])
+    return f"<h2>Caveats</h2><ul>{items}</ul>" + _more(len(lines), "caveats")
 
 
 def _charts(results: Sequence[Result]) -> str:
@@ -232,17 +286,19 @@ def _failures(results: Sequence[Result]) -> str:
             (r.status, "failed"),
             (r.error, ""),
         ]
-        for r in failed
+        for r in failed[:TABLE_ROWS]
     ]
-    return "<h2>Failed or unsupported</h2>" + _table(
-        ("workload", "device", "configuration", "status", "message"), rows
+    headers = ("workload", "device", "configuration", "status", "message")
+    return "<h2>Failed or unsupported</h2>" + _table(headers, rows) + _more(
+        len(failed), "failed or unsupported results"
     )
 
 
 def _explanations(results: Sequence[Result]) -> str:
-    """Each profiled configuration's explanation, and its top operators as a table."""
+    """Each profiled configuration's explanation, and its top operators as a table (the newest
+    EXPLAINED of them)."""
     parts = []
-    for r in results:
+    for r in [r for r in results if r.facts.explanation is not None][:EXPLAINED]:
         found = r.facts.explanation
         if found is None:
             continue

@@ -9,7 +9,7 @@ from ..core.metrics import P99_MIN_SAMPLES
 from ..core.result import Result
 from ..levers import label
 from .console.explain import explanation_lines
-from .rows import HEADERS, LATENCY_HEADER, caveat_lines, failures, row_cells
+from .rows import EXPLAINED, HEADERS, LATENCY_HEADER, TABLE_ROWS, caveat_lines, failures, row_cells
 from .text import inert
 
 __all__ = ["markdown_report"]
@@ -25,13 +25,18 @@ def markdown_report(results: Sequence[Result]) -> str:
     comparison = compare(results, DEVICE, within_sweep=True)
     align = "|---|---|---|---|" + "---:|" * (len(HEADERS) - 4)  # text, then figures
     lines = ["| " + " | ".join(HEADERS) + " |", align]
-    for row in comparison.rows:
+    for row in comparison.rows[:TABLE_ROWS]:
         lines.append("| " + " | ".join(_cell(c) for c in row_cells(row)) + " |")
+    if len(comparison.rows) > TABLE_ROWS:
+        lines.append(
+            f"\nThe first {TABLE_ROWS} of {len(comparison.rows):,} results; narrow it with "
+            "--workload, --device, --sweep or --host."
+        )
     caveats = caveat_lines(results)
     if caveats:
         lines.append("\n**Caveats**\n")
-        lines.extend(f"- {_cell(line)}" for line in caveats)
-    for r in failures(results):
+        lines.extend(f"- {_cell(line)}" for line in caveats[:TABLE_ROWS])
+    for r in failures(results)[:TABLE_ROWS]:
         lines.append(
             f"\n- {_cell(r.spec.workload)} on {_cell(r.spec.device)} "
             f"({_cell(label(r.spec))}): {_cell(r.status)}: {_cell(r.error)}"
@@ -54,9 +59,7 @@ def markdown_report(results: Sequence[Result]) -> str:
 def _explanations(results: Sequence[Result]) -> list[str]:
     """A section for each profiled result: the console's explanation lines as a list."""
     out = []
-    for r in results:
-        if r.facts.explanation is None:
-            continue
+    for r in [r for r in results if r.facts.explanation is not None][:EXPLAINED]:
         head = f"{r.spec.workload} on {r.spec.device} ({label(r.spec)})"
         out.append(f"\n**Why: {_cell(head)}**\n")
         out.extend(f"- {_cell(line)}" for line in explanation_lines(r))

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..analysis.compare import Row
 from ..analysis.trust import trust_of
 from ..core.metrics import P99_MIN_SAMPLES, Latency
-from ..core.result import Result
+from ..core.result import Result, machine_of
 from ..core.vocab import GENERATE
 from ..levers import label
 from .text import format_seconds, interval, number
 
 __all__ = [
+    "EXPLAINED",
     "HEADERS",
+    "TABLE_ROWS",
+    "Best",
+    "best_of",
     "caveat_lines",
     "LATENCY_HEADER",
     "RESULT_COLUMNS",
@@ -25,6 +30,10 @@ __all__ = [
     "samples_unit",
 ]
 
+# A report is bounded whatever the results (10,000 once took 261 s): its tables and lists show
+# this many rows and count the rest; this many profiled results' explanations.
+TABLE_ROWS = 200
+EXPLAINED = 20
 # The columns every table of measured results starts from (the stored list adds its own)
 RESULT_COLUMNS = ("workload", "device", "model", "configuration", "it/s", "95% CI", "samples/s")
 LATENCY_HEADER = "latency b1 p50/p90/p99"
@@ -75,19 +84,52 @@ def latency_cell(r: Result) -> str:
     return " / ".join(latency_percentiles(found)) if found else "—"
 
 
-def caveat_lines(results: Sequence[Result]) -> list[str]:
+def caveat_lines(results: Sequence[Result], named: int = 5) -> list[str]:
     """Every measured result's caveats (analysis/trust), each once with the configurations it
-    concerns ("all" when it concerns every one)."""
+    concerns ("all" when it concerns every one; the first `named` of them, then how many more:
+    a report of 10,000 results stays readable)."""
     measured = [r for r in results if r.measurement is not None]
     found: dict[str, list[str]] = {}
     for r in measured:
-        who = f"{r.spec.workload} on {r.spec.device} ({label(r.spec)})"
+        who = f"#{r.id} {r.spec.workload} on {r.spec.device} ({label(r.spec)})"
         for text in trust_of(r).texts:
             found.setdefault(text, []).append(who)
-    return [
-        f"{'all' if len(whos) == len(measured) > 1 else '; '.join(whos)}: {text}"
-        for text, whos in found.items()
-    ]
+    lines = []
+    for text, whos in found.items():
+        more = f" and {len(whos) - named:,} more" if len(whos) > named else ""
+        listed = "; ".join(whos[:named]) + more
+        lines.append(f"{'all' if len(whos) == len(measured) > 1 else listed}: {text}")
+    return lines
+
+
+@dataclass(frozen=True)
+class Best:
+    """A workload on a device: its fastest result, and how far apart all of its results lie."""
+
+    workload: str
+    device: str
+    best: Result
+    count: int
+    slowest: float  # samples/s
+    fastest: float
+
+
+def best_of(results: Sequence[Result]) -> list[Best]:
+    """Per workload and device (machine/device where several machines), the fastest result
+    and the range of all: what a reader wants first, and bounded whatever the results."""
+    groups: dict[tuple[str, str], list[Result]] = {}
+    several = len({machine_of(r.environment) for r in results}) > 1
+    for r in results:
+        if r.measurement is None:
+            continue
+        device = f"{machine_of(r.environment)}/{r.spec.device}" if several else r.spec.device
+        groups.setdefault((r.spec.workload, device), []).append(r)
+    out = []
+    for (workload, device), members in sorted(groups.items()):
+        rates = [r.samples_per_second or 0.0 for r in members]
+        best = max(members, key=lambda r: r.samples_per_second or 0.0)
+        out.append(Best(workload, device, best, len(members), min(rates), max(rates)))
+    return out
 
 
 def failures(results: Sequence[Result]) -> list[Result]:
