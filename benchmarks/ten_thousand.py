@@ -3,7 +3,8 @@
 
     accelbench run seed-cnn --devices cpu --epochs 3 --no-verdict --db base.db
     accelbench results export --out one.json --db base.db
-    python3 benchmarks/ten_thousand.py one.json big.json && accelbench results import big.json --db big.db
+    python3 benchmarks/ten_thousand.py one.json big.json
+    accelbench results import big.json --db big.db
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import uuid
 
 def main() -> None:
     source, target = sys.argv[1], sys.argv[2]
-    payload = json.load(open(source))
+    with open(source) as f:
+        payload = json.load(f)
     (one,) = payload["results"]
     many = []
     for i in range(10_000):
