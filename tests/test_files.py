@@ -4,9 +4,11 @@ the old file intact and no temporary left."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -131,3 +133,16 @@ def test_the_cli_says_a_failed_export_in_one_line(tmp_path):
         "accelbench: error: cannot write /dev/full: No space left on device"
     )
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_dev_stdout_is_written_through_even_when_the_shell_sent_it_to_a_file(tmp_path):
+    db = tmp_path / "r.db"
+    assert run_cli("run", "mlp", "--devices", "cpu", "--epochs", "1", "--no-verdict",
+                   "--quiet", "--db", str(db)).returncode == 0  # fmt: skip
+    out = tmp_path / "out.json"
+    shell = f"{sys.executable} -m accelbench results export --out /dev/stdout --db {db} > {out}"
+    assert subprocess.run(["sh", "-c", shell], timeout=120).returncode == 0
+    text = out.read_text()
+    end = text.rindex("}") + 1  # the export, then the command's own line after it
+    assert json.loads(text[:end])["format"] == "accelbench-results"
+    assert text[end:] == "exported 1 result(s) to /dev/stdout (filters: none)\n"

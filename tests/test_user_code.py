@@ -4,6 +4,7 @@ or changes the directory reaches the command as one line, or not at all."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -37,6 +38,15 @@ MODELS = textwrap.dedent(
     def moves():
         os.chdir("/")
         return make()
+
+
+    class Quits(nn.Module):
+        def forward(self, x):
+            sys.exit(0)
+
+
+    def quits():
+        return Quits()
     """
 )
 OPTIONS = ["--input-shape", "8", "--num-classes", "2", "--devices", "cpu", "--epochs", "2"]
@@ -83,3 +93,15 @@ def test_a_factory_that_changes_directory_moves_nothing_of_the_commands(tmp_path
     out, _ = _run(tmp_path, "moves")
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "rel.db").is_file() and "in rel.db" in out.stdout
+
+
+def test_a_forward_that_ends_its_program_is_its_configurations_error(tmp_path):
+    (tmp_path / "models.py").write_text(MODELS)
+    out = run_cli(
+        "run", "--model", "models.py:quits", *OPTIONS, "--json", "--db", "rel.db",
+        cwd=tmp_path, env={"ACCELBENCH_TEST_WHERE": str(tmp_path / "where.txt")},
+    )  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    (result,) = json.loads(out.stdout)["results"]
+    assert result["status"] == "error"
+    assert result["error"] == "the model's code called sys.exit(0)"

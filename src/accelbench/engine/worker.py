@@ -367,6 +367,9 @@ def _worker(sender: Connection, job: _Job) -> None:
     overhead = {"start_s": max(0.0, begun - job.sent)}
     try:
         result = _run(sender, job, overhead)
+    except SystemExit as exc:  # the model's code ended its program: the configuration's error
+        why = f"the model's code called sys.exit({exc.code!r})"
+        result = Result(spec=job.spec, status="error", error=why)
     except Exception as exc:  # even loading failed: still a result, never a lost config
         result = Result(spec=job.spec, status="error", error=one_line(exc))
     _send(sender, ("result", replace(result, metrics=Overhead.add(result.metrics, **overhead))))

@@ -6,8 +6,8 @@ lost or turned into something else.
   is flushed to the disk, takes the old file's mode (a new one the umask's), and is renamed
   over it. On any failure the temporary is removed and the old file is as it was.
 - A symbolic link is followed: its target is what gets written, the link stays a link.
-- A device, a FIFO or a terminal (`/dev/stdout`, `/dev/full`) is written directly, never
-  replaced by a regular file.
+- A device, a FIFO, a terminal or a stream named under /dev or /proc (`/dev/stdout`, even
+  redirected to a file; `/dev/full`) is written directly, never replaced by a regular file.
 - A folder, or a folder that does not exist, is refused. Every failure is one line.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def write_file(path: Path, data: str | bytes) -> None:
         found = _stat(path)  # through links
         if found is not None and stat.S_ISDIR(found.st_mode):
             raise StoreError(f"cannot write {path}: it is a directory; give a file name")
-        if found is not None and not stat.S_ISREG(found.st_mode):
+        if found is not None and (not stat.S_ISREG(found.st_mode) or _a_stream(path)):
             _write_in_place(path, payload)  # a device, a FIFO, a terminal: written, not replaced
         else:
             _replace(_regular(path), payload)
@@ -48,6 +49,26 @@ def _stat(path: Path) -> os.stat_result | None:
         return None
 
 
+def _a_stream(path: Path) -> bool:
+    """/dev/stdout and its kin name a process's open stream, even where that is a regular file
+    (a shell's `> out.json`): it is written through, not replaced behind the shell's back."""
+    return str(path.absolute()).startswith(("/dev/", "/proc/"))
+
+
+def _own_stream(path: Path) -> int | None:
+    """1 or 2 when `path` is this process's stdout or stderr (`/dev/stdout`), else None."""
+    try:
+        named = os.stat(path)
+    except OSError:
+        return None
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            mine = os.fstat(fd)
+            if (mine.st_dev, mine.st_ino) == (named.st_dev, named.st_ino):
+                return fd
+    return None
+
+
 def _regular(path: Path) -> Path:
     """The regular file to replace: where the path leads through its links (a link's target is
     what gets written), in a folder that exists."""
@@ -58,8 +79,18 @@ def _regular(path: Path) -> Path:
 
 
 def _write_in_place(path: Path, payload: bytes) -> None:
-    """Write to what is not a regular file. A FIFO no one reads would block forever: it is
-    opened without waiting, and refused (ENXIO) when there is no reader."""
+    """Write to what is not a regular file. This process's own stdout or stderr is written
+    through its descriptor, after what is buffered there, so the two keep their order. A FIFO
+    no one reads would block forever: it is opened without waiting, and refused (ENXIO) when
+    there is no reader."""
+    own = _own_stream(path)
+    if own is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        view = memoryview(payload)
+        while view:  # a pipe may take less than all at once
+            view = view[os.write(own, view) :]
+        return
     fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
     try:
         os.set_blocking(fd, True)
