@@ -144,9 +144,14 @@ def test_a_bad_shape_is_the_configurations_error_in_one_line(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "returned, said", [("None", "returned None"), ("(x,)", "returned a tuple")]
+    "returned, said",
+    [
+        ("None", "returned None: it must return its output, a tensor"),
+        ("{'a': x, 'b': x}", "returned a dict holding a, b: which is the output?"),
+        ("('no tensor',)", "returned a tuple holding no tensor: it must return one"),
+    ],
 )
-def test_a_forward_that_returns_no_tensor_is_named_in_one_line(tmp_path, returned, said):
+def test_a_forward_that_returns_no_one_tensor_is_named_in_one_line(tmp_path, returned, said):
     path = tmp_path / "none.py"
     path.write_text(
         "from torch import nn\n\n"
@@ -158,7 +163,7 @@ def test_a_forward_that_returns_no_tensor_is_named_in_one_line(tmp_path, returne
     with pytest.raises(WorkloadError) as caught:
         workload.check()
     message = str(caught.value)
-    assert f"{path}:make {said}" in message and "must return one tensor" in message
+    assert message.startswith(f"{path}:make: its forward ") and said in message
     assert "\n" not in message
 
 

@@ -87,7 +87,7 @@ def train_function(prep: Prepared) -> Callable[[torch.Tensor, torch.Tensor], tor
     def train(inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         optimizer.zero_grad(set_to_none=True)
         with prep.autocast():
-            loss = workload.loss(workload.forward(model, inputs), targets)
+            loss = workload.train_loss(model, inputs, targets)
         if scaler is None:
             loss.backward()
             optimizer.step()

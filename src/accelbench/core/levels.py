@@ -108,8 +108,9 @@ class Spread:
 
     @classmethod
     def of(cls, per_process: Sequence[Sequence[float]]) -> Spread | None:
-        """The spread of positive values grouped by process; None below MIN_PROCESSES."""
-        if len(per_process) < MIN_PROCESSES or not all(per_process):
+        """The spread of positive values grouped by process; None below MIN_PROCESSES, or
+        where a process has a single value (its own spread is then unknown)."""
+        if len(per_process) < MIN_PROCESSES or min(map(len, per_process)) < 2:
             return None
         logs = [[math.log(v) for v in values] for values in per_process]
         medians = [statistics.median(values) for values in logs]

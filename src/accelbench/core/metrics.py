@@ -5,11 +5,11 @@ names each key once, says its unit and who writes it, and reads each group of ke
 frozen value. Writers use the key constants; readers use `result.facts` (a `Metrics`).
 
 Who writes which keys (units are on each value's fields below):
-- engine/runner: setup_s (s), probe, probe_error, latency (batch 1, each sample one step),
-  latency_error, drift, power, joules_per_sample, samples_per_s_per_watt, power_warning,
-  power_unavailable, memory_tensors_only; overhead's warmup_s, timed_s, probe_s, latency_s,
-  drift_s; machine_state (devices/state's reading of the host's load and the GPU's clocks over
-  the timed samples)
+- engine/runner: setup_s (s), model_output (a --model's output used), probe, probe_error,
+  latency (batch 1, each sample one step), latency_error, drift, power, joules_per_sample,
+  samples_per_s_per_watt, power_warning, power_unavailable, memory_tensors_only; overhead's
+  warmup_s, timed_s, probe_s, latency_s, drift_s; machine_state (devices/state's reading of
+  the host's load and the GPU's clocks over the timed samples)
 - engine/profile (with --profile or `explain`): explain (an Explanation, core/explanation),
   explain_error (why there is none); overhead's profile_s
 - engine/worker: overhead's start_s, import_s, wall_s (where one configuration's seconds went);
@@ -70,6 +70,7 @@ __all__ = [
     "MAX_BATCH_STOPPED_BY",
     "MEMORY_TENSORS_ONLY",
     "MFU",
+    "MODEL_OUTPUT",
     "ONNXRUNTIME",
     "OPTIMIZE",
     "OVERHEAD",
@@ -160,6 +161,9 @@ LOAD_S = "load_s"
 # What the first process learns of the model itself, so the parent never calls the user's code
 # (issue 25): whether its forward takes channels_last inputs, and a generation's forward FLOPs.
 CHANNELS_LAST_APPLIES = "channels_last_applies"
+# Which of a --model's outputs was timed and trained on, where its forward returns more than a
+# tensor ("timed on the logits of its SequenceClassifierOutput; trained with its own loss").
+MODEL_OUTPUT = "model_output"
 # Processes the model's code left running once its worker had ended, stopped by engine/reaper
 # ("pid 4242 python3"), over every process of the configuration.
 LEFT_RUNNING = "left_running"
@@ -969,6 +973,10 @@ class Metrics:
     def rounds(self) -> Rounds | None:
         return Rounds.from_metrics(self.raw)
 
+    @property
+    def model_output(self) -> str:
+        return str(self.raw.get(MODEL_OUTPUT, ""))
+
 
 # What each key holds, for `check_metrics`: one JSON type, or an object (a group). None passes
 # everywhere: writers store it for "no figure".
@@ -987,6 +995,7 @@ _KEY_TYPES: dict[str, tuple[type, ...]] = {
         (PROBE_ERROR, POWER_WARNING, POWER_UNAVAILABLE, PEAK_SOURCE, SCALING_UNAVAILABLE), (str,)
     ),
     LATENCY_ERROR: (str,),
+    MODEL_OUTPUT: (str,),
     MAX_BATCH_STOPPED_BY: (str,),
     **dict.fromkeys((MEMORY_TENSORS_ONLY, MAX_BATCH_LIMIT_REACHED), (bool,)),
     **dict.fromkeys((RANKS, MAX_BATCH_PROBES, CPU_FALLBACK_OPS, LEFT_RUNNING), (list,)),

@@ -122,7 +122,8 @@ def run_config(
         return replace(base, status=status, error=one_line(exc))
     # The measurement stands whatever happens below: derived figures only add to it.
     phases = _phases(timed, probe_s, latency_s, count_s)
-    return _measured(base, timed, {**probed, **latencies, **counted}, phases)
+    said = {keys.MODEL_OUTPUT: workload.output_note} if workload.output_note else {}
+    return _measured(base, timed, {**probed, **latencies, **counted, **said}, phases)
 
 
 def _measured(

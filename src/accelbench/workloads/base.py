@@ -36,6 +36,9 @@ class Workload(ABC):
     # A transformers causal language model (workloads/llm.LanguageModel): mode generate, the
     # KV cache and attention levers apply.
     language_model: bool = False
+    # Which of the model's outputs is timed and trained on, in words, where it is not simply
+    # the one tensor its forward returns (set by `check`, in the worker; shown in the notes).
+    output_note: str = ""
 
     @abstractmethod
     def build_model(self) -> nn.Module: ...
@@ -51,6 +54,13 @@ class Workload(ABC):
 
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(outputs, targets)
+
+    def train_loss(
+        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor
+    ) -> torch.Tensor:
+        """The loss a training step minimizes: the loss of the forward's output (a model
+        that computes its own from labels may use that instead)."""
+        return self.loss(self.forward(model, inputs), targets)
 
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)

@@ -13,7 +13,7 @@ import hashlib
 import importlib
 import importlib.util
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from torch import nn
 from ..errors import WorkloadError
 from .base import Batch, Workload
 from .llm import LanguageModel, is_causal_lm
+from .outputs import accepts_labels, output_tensor, own_loss
 
 __all__ = ["ModelOptions", "load_custom", "parse_shape"]
 
@@ -67,7 +68,7 @@ def load_custom(ref: str, options: ModelOptions) -> Workload:
         return CausalLMWorkload(ref, factory, made.config, options)
     if isinstance(made, nn.Module):
         # Its forward is not called here: `check` does that in the worker, under the timeout.
-        return ModuleWorkload(ref, factory, options)
+        return ModuleWorkload(ref, factory, _from_config(options, made))
     raise WorkloadError(
         f"{ref} returned a {type(made).__name__}; it must return an accelbench Workload "
         "or a torch.nn.Module"
@@ -112,6 +113,21 @@ def _import_module(name: str) -> Any:
         raise WorkloadError(f"cannot import {name}: {type(exc).__name__}: {exc}") from None
 
 
+def _from_config(options: ModelOptions, model: nn.Module) -> ModelOptions:
+    """What a transformers model's config says that the options leave out: a text model takes
+    token ids from its vocabulary, a classifier has its config's labels."""
+    config = getattr(model, "config", None)
+    vocab = getattr(config, "vocab_size", None)
+    labels = getattr(config, "num_labels", None)
+    found: dict[str, Any] = {}
+    if options.vocab_size is None and isinstance(vocab, int) and vocab > 0:
+        found["vocab_size"] = vocab
+    wants_classes = options.loss == "cross-entropy" and options.num_classes is None
+    if wants_classes and isinstance(labels, int) and labels > 0:
+        found["num_classes"] = labels
+    return replace(options, **found) if found else options
+
+
 class ModuleWorkload(Workload):
     """A bare nn.Module from a factory, fed random inputs of the shape the user gave."""
 
@@ -132,6 +148,7 @@ class ModuleWorkload(Workload):
         self.input_shape = options.input_shape
         self.num_classes = options.num_classes if options.loss == "cross-entropy" else None
         self.batch_size = options.batch_size
+        self._own_loss = False  # `check` finds whether it computes its own loss from labels
 
     def build_model(self) -> nn.Module:
         return self._factory()
@@ -148,11 +165,26 @@ class ModuleWorkload(Workload):
             return inputs, torch.randint(0, self.num_classes, (batch_size,), generator=generator)
         return inputs, torch.empty(0)  # mse targets are drawn once the output shape is known
 
+    def forward(self, model: nn.Module, inputs: torch.Tensor) -> torch.Tensor:
+        """The one tensor its output stands for (workloads/outputs: a ModelOutput's logits...)."""
+        return output_tensor(model(inputs))[0]
+
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         if self.num_classes is not None:
             return F.cross_entropy(outputs, targets)
         # Regression against a fixed target; zeros keep it deterministic and shape-agnostic.
         return F.mse_loss(outputs, torch.zeros_like(outputs))
+
+    def train_loss(
+        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor
+    ) -> torch.Tensor:
+        """The model's own loss where it computes one from labels (`check` found out), else
+        the chosen loss on its output."""
+        if self._own_loss:
+            loss = own_loss(model(inputs, labels=targets))
+            assert loss is not None  # `check` saw it
+            return loss
+        return self.loss(self.forward(model, inputs), targets)
 
     @property
     def images(self) -> bool:
@@ -160,28 +192,46 @@ class ModuleWorkload(Workload):
 
     def check(self) -> None:
         """Run two samples through a fresh model on the CPU, so that a bad shape or output
-        fails before timing, clearly. It runs the user's code: the worker calls it."""
+        fails before timing, clearly; and find which of its outputs is timed and trained on
+        (`output_note`). It runs the user's code: the worker calls it."""
         shape = "x".join(map(str, (2, *self.input_shape)))
         try:  # making the inputs fails too when the shape is too large to allocate
-            inputs, _ = self.make_batch(torch.Generator().manual_seed(0), 2)
+            inputs, targets = self.make_batch(torch.Generator().manual_seed(0), 2)
+            model = self.build_model().eval()
             with torch.no_grad():
-                out = self.forward(self.build_model().eval(), inputs)
+                returned = model(inputs)
         except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             raise WorkloadError(
                 f"{self.name} rejects inputs of shape {shape}: {type(exc).__name__}: {first}"
             ) from None
-        if not isinstance(out, torch.Tensor):
-            what = "None" if out is None else f"a {type(out).__name__}"
-            raise WorkloadError(
-                f"{self.name} returned {what} for inputs of shape {shape}; its forward must "
-                "return one tensor (the model's output)"
-            )
+        try:
+            out, which = output_tensor(returned)
+        except TypeError as exc:
+            raise WorkloadError(f"{self.name}: {exc}") from None
         if self.num_classes is not None and tuple(out.shape) != (2, self.num_classes):
             raise WorkloadError(
                 f"{self.name} gives outputs of shape {tuple(out.shape)} for {shape} inputs; "
                 f"--num-classes {self.num_classes} needs (2, {self.num_classes})"
             )
+        self._own_loss = self._computes_its_loss(model, inputs, targets)
+        notes = [f"timed on {which}"] if which else []
+        if self._own_loss:
+            notes.append("trained with its own loss (labels=)")
+        self.output_note = "; ".join(notes)
+
+    def _computes_its_loss(
+        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor
+    ) -> bool:
+        """Whether the model returns its own loss when given the labels (a transformers task
+        head does); a classifier's only: a regression's targets are not its labels."""
+        if self.num_classes is None or not accepts_labels(model):
+            return False
+        try:
+            with torch.no_grad():
+                return own_loss(model(inputs, labels=targets)) is not None
+        except Exception:  # it takes labels, but not these: the chosen loss on its output
+            return False
 
 
 class CausalLMWorkload(LanguageModel):

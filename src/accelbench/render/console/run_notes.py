@@ -29,6 +29,8 @@ def derived_notes(r: Result) -> list[str]:
     metrics = r.facts
     bottleneck, flops = metrics.bottleneck, metrics.flops
     notes = [bottleneck.explanation] if bottleneck else []
+    if metrics.model_output:
+        notes.append(f"your model's forward: {metrics.model_output}")
     if generation := metrics.generation:
         notes += generation_notes(generation)
     if power := metrics.power:
