@@ -102,7 +102,10 @@ def stored_db(tmp_path_factory):
 
 
 BAD_RUNS = {
-    "unknown workload": (["run", "resnet9000"], "unknown workload 'resnet9000'; valid:"),
+    "unknown workload": (
+        ["run", "resnet9000"],
+        "unknown workload 'resnet9000' (did you mean resnet50?); valid:",
+    ),
     "unknown device": (["run", "--devices", "tpu"], "unknown device 'tpu'; valid: cpu, cuda"),
     "zero epochs": (["run", "--epochs", "0"], "argument --epochs: must be 1 or more, got 0"),
     "word epochs": (["run", "--epochs", "many"], "argument --epochs: 'many' is not a whole number"),

@@ -127,3 +127,20 @@ def test_output_tensor_and_own_loss():
     assert own_loss(Out(x.sum(), x)) is not None and own_loss({"logits": x}) is None
     with pytest.raises(TypeError, match="holding a, b: which is the output"):
         output_tensor({"a": x, "b": x})
+
+
+def test_a_model_file_without_its_factory_lists_the_callables_there(models):
+    out = run_cli("run", "--model", str(models), "--input-shape", "8", "--devices", "cpu",
+                  "--db", str(models.with_name("none.db")))  # fmt: skip
+    assert out.returncode == 2 and out.stdout == ""
+    line = out.stderr.strip()
+    assert line.startswith(f"accelbench: error: {models} names no factory: give {models}:FACTORY")
+    assert "bert" in line and "dict_" in line and "classes" in line
+
+
+def test_export_needs_no_loss_and_names_the_file_after_the_factory(models, tmp_path):
+    out = run_cli("export", "--model", f"{models}:dict_", "--input-shape", "8", "--to", "onnx",
+                  "--out", str(tmp_path / "out"), "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    (report,) = json.loads(out.stdout)
+    assert report["path"] == str((tmp_path / "out" / "dict_.fp32.onnx").resolve())

@@ -57,6 +57,7 @@ def add_parser(commands: Commands) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from dataclasses import replace
     from functools import partial
     from pathlib import Path
 
@@ -66,7 +67,11 @@ def handle(args: argparse.Namespace) -> int:
     from ..render.console import export_table
     from ..workloads import load_workload
 
-    workload = load_workload(workload_ref(args))
+    ref = workload_ref(args)
+    if ref.custom and getattr(ref.options, "num_classes", None) is None:
+        # exporting trains nothing: a bare module needs no classes or loss here
+        ref = replace(ref, options=replace(ref.options, loss="mse"))
+    workload = load_workload(ref)
     workload.check()  # a model that rejects its inputs: one line, before anything is exported
     # torch.export specializes a dimension of size 1: a dynamic batch is traced with 2.
     batch = max(args.batch, 2) if args.dynamic_batch else args.batch

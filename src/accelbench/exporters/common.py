@@ -99,8 +99,14 @@ def export_model(
     files appear whole or not at all."""
     _make_directory(out_dir)
     model = exportable(workload, precision, batch, dynamic_batch)
-    stem = workload.name.replace("/", "_").replace(":", "_")
-    return [exporters[t](model, out_dir / stem) for t in targets]
+    return [exporters[t](model, out_dir.resolve() / file_stem(workload.name)) for t in targets]
+
+
+def file_stem(name: str) -> str:
+    """What an exported file is named after: a built-in workload's name, or your model's
+    factory (`path/to/vit.py:make_vit` gives `make_vit`), never a mangled path."""
+    stem = name.rpartition(":")[2] or name
+    return stem.replace("/", "_").replace("\\", "_") or "model"
 
 
 def _make_directory(out_dir: Path) -> None:

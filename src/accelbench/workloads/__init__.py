@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 from dataclasses import dataclass
 
@@ -47,7 +48,9 @@ def get_workload(name: str) -> Workload:
         return _REGISTRY[name]
     except KeyError:
         valid = ", ".join(sorted(_REGISTRY))
-        raise WorkloadError(f"unknown workload {name!r}; valid: {valid}") from None
+        near = difflib.get_close_matches(name, list(_REGISTRY), n=1)
+        guess = f" (did you mean {near[0]}?)" if near else ""
+        raise WorkloadError(f"unknown workload {name!r}{guess}; valid: {valid}") from None
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,9 @@ class WorkloadRef:
 
     @property
     def custom(self) -> bool:
-        return ":" in self.name
+        """A model of the user's: FILE.py:factory, package.module:factory, or a FILE.py whose
+        factory is missing (which loading says, with the callables it finds there)."""
+        return ":" in self.name or self.name.endswith(".py")
 
 
 def load_workload(ref: WorkloadRef) -> Workload:

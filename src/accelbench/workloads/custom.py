@@ -77,16 +77,26 @@ def load_custom(ref: str, options: ModelOptions) -> Workload:
 
 def _load_factory(ref: str) -> Callable[[], Any]:
     where, sep, attr = ref.rpartition(":")
+    if not sep and ref.endswith(".py"):  # a file, its factory left out
+        defined = _callables(_import_file(ref))
+        raise WorkloadError(
+            f"{ref} names no factory: give {ref}:FACTORY, the function that returns your model "
+            f"(callables there: {defined or 'none'})"
+        )
     if not sep or not where or not attr:
         raise WorkloadError(f"--model wants FILE.py:factory or package.module:factory, got {ref!r}")
     module = _import_file(where) if where.endswith(".py") else _import_module(where)
     factory = getattr(module, attr, None)
     if not callable(factory):
-        defined = ", ".join(n for n in dir(module) if callable(getattr(module, n)) and n[0] != "_")
         raise WorkloadError(
-            f"{where} has no factory {attr!r} (callables there: {defined or 'none'})"
+            f"{where} has no factory {attr!r} (callables there: {_callables(module) or 'none'})"
         )
     return factory
+
+
+def _callables(module: Any) -> str:
+    """The public callables a module defines or imports, for a message."""
+    return ", ".join(n for n in dir(module) if callable(getattr(module, n)) and n[0] != "_")
 
 
 def _import_file(path_text: str) -> Any:
