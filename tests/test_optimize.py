@@ -161,7 +161,9 @@ def test_a_lever_that_breaks_the_model_does_not_apply_and_the_exit_code_stays_0(
     assert out.returncode == 0, out.stderr
     row = next(line for line in out.stdout.splitlines() if line.startswith("│ channels_last"))
     assert "does not apply" in row
-    assert "channels_last (alone): does not apply to this model: RuntimeError: view size" in (
-        " ".join(out.stdout.split())
-    )
+    said = " ".join(out.stdout.split())
+    assert (  # unsupported by the model, as on every device: not an error
+        "channels_last (alone): does not apply here: seed-cnn's forward does not take "
+        "channels_last inputs: view size"
+    ) in said
     assert "no lever paid alone" in out.stdout

@@ -23,6 +23,7 @@ from ..core.vocab import GENERATE
 from ..devices import HOST_DEVICE, Device
 from ..devices.peaks import known_peaks
 from ..workloads import Workload
+from ..workloads.base import channels_last_refusal
 from ..workloads.llm import LanguageModel
 from .trust import machine_caveats
 from .verdict import Timing, judge
@@ -45,23 +46,8 @@ def count_flops_per_sample(workload: Workload, mode: str) -> float | None:
 
 
 def channels_last_applies(workload: Workload) -> bool:
-    """Whether the model's forward takes channels_last inputs: one sample through it on the CPU
-    (the meta device does not carry the strides a convolution's output has, so `x.view(...)`
-    would pass there and fail on a device); a model that does not build is given the benefit
-    of the doubt."""
-    if not workload.images:
-        return False
-    try:
-        model = workload.build_model().eval().to(memory_format=torch.channels_last)
-        inputs, _ = workload.make_batch(torch.Generator().manual_seed(0), 1)
-    except Exception:  # cannot tell here
-        return True
-    try:
-        with torch.no_grad():
-            workload.forward(model, inputs.contiguous(memory_format=torch.channels_last))
-    except Exception:
-        return False
-    return True
+    """Whether the model's forward takes channels_last inputs (image models only)."""
+    return workload.images and channels_last_refusal(workload) is None
 
 
 def _count_on(workload: Workload, mode: str, device: torch.device, count: Any) -> float:

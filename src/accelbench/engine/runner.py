@@ -22,7 +22,7 @@ from ..devices.base import PeakSampler
 from ..devices.fingerprint import fingerprint
 from ..devices.power import PowerMeter
 from ..errors import one_line
-from ..levers import Prepared, find_lever, spec_with, warmup_needed
+from ..levers import Prepared, find_lever, refused_by_model, spec_with, warmup_needed
 from ..workloads import Workload
 from .measure import StopRule, measure
 from .probe import paired_probe
@@ -100,6 +100,9 @@ def run_config(
     first = process.first
     try:
         workload.check()  # the model's code first runs here: in the worker, under its timeout
+        refused = refused_by_model(spec, workload)  # a lever the model itself cannot take
+        if refused:
+            return replace(base, status="unsupported", error=refused)
         with device.context():
             check_drift = first and (drift or checks_drift(spec))
             rule = process.stop.at_least(warmup_needed(spec))  # whoever planned it

@@ -189,6 +189,12 @@ class Lever:
         levers only, as are the methods below)."""
         return None
 
+    def refused_by_model(self, spec: RunSpec, workload: Workload) -> str | None:
+        """Why the model itself cannot take this lever, where only running it can tell (a
+        forward that `.view()`s a channels_last tensor); called in the worker, before
+        anything is built, only when the lever is active. None: it can, or cannot be told."""
+        return None
+
     def apply_model(self, prep: Prepared, value: Value) -> None:
         """Change the model (and batch) before the optimizer and step function exist."""
 

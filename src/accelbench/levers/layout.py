@@ -27,6 +27,11 @@ class ChannelsLast(Switch):
             return f"{workload.name}'s inputs are not NCHW images"
         return None
 
+    def refused_by_model(self, spec: RunSpec, workload: Workload) -> str | None:
+        from ..workloads.base import channels_last_refusal
+
+        return channels_last_refusal(workload)
+
     def apply_model(self, prep: Prepared, value: Value) -> None:
         import torch
 

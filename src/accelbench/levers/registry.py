@@ -63,6 +63,16 @@ def unsupported_reason(spec: RunSpec, device: Device, workload: Workload) -> str
     return None
 
 
+def refused_by_model(spec: RunSpec, workload: Workload) -> str | None:
+    """Why the model cannot take one of the spec's levers, found by running it (workers only);
+    None when every active lever can apply."""
+    for lever in active_levers(spec):
+        reason = lever.refused_by_model(spec, workload)
+        if reason:
+            return reason
+    return None
+
+
 def spec_with(spec: RunSpec, **values: Any) -> RunSpec:
     """`spec` with each named lever set, e.g. spec_with(spec, channels_last=True).
     KeyError names the registered levers; ValueError an invalid value."""

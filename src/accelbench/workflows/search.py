@@ -134,7 +134,7 @@ def failure_text(result: Result) -> str:
     if result.status == "oom":
         return f"out of memory: {result.error}"
     if result.status == "unsupported":
-        return f"cannot run here: {result.error}"
+        return f"does not apply here: {result.error}"  # the device's, or the model's own
     return f"{result.status}: {result.error}"
 
 

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["Batch", "Workload"]
+__all__ = ["Batch", "Workload", "channels_last_refusal"]
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs, targets
 
@@ -87,6 +87,25 @@ class Workload(ABC):
             "steps_per_block": self.steps_per_block,
             "default_blocks": self.default_blocks,
         }
+
+
+def channels_last_refusal(workload: Workload) -> str | None:
+    """Why the model's forward cannot take channels_last inputs, found by running one sample
+    through it on the CPU (the meta device carries no strides, so `x.view(...)` would pass
+    there and fail on a device); None when it can, or when the model does not build (the
+    benefit of the doubt). It runs the user's code: workers only."""
+    try:
+        model = workload.build_model().eval().to(memory_format=torch.channels_last)
+        inputs, _ = workload.make_batch(torch.Generator().manual_seed(0), 1)
+    except Exception:  # cannot tell here
+        return None
+    try:
+        with torch.no_grad():
+            workload.forward(model, inputs.contiguous(memory_format=torch.channels_last))
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return f"{workload.name}'s forward does not take channels_last inputs: {first}"
+    return None
 
 
 def random_images(

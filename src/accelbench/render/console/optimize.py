@@ -120,7 +120,7 @@ def _state_notes(verdicts: Sequence[Assessment]) -> list[str]:
     return [f"{'; '.join(names)}: {note}" for note, names in found.items()]
 
 
-_FAILED = {"error": "does not apply", "oom": "OOM", "unsupported": "cannot run here"}
+_FAILED = {"error": "does not apply", "oom": "OOM", "unsupported": "does not apply"}
 
 
 def _optimize_cells(v: Assessment, trial: Trial) -> list[str]:
