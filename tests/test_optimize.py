@@ -110,7 +110,11 @@ def test_cli_optimize_runs_the_ladder_stores_it_and_recommends(tmp_path):
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     variants = {v["variant"]: v for v in report["variants"]}
-    assert list(variants) == ["fp32 eager", "fp16", "bf16", "int8 (onnxruntime-cpu)"]
+    # fp16 and bf16 come in the order of their cost on this host's CPU (an emulated precision
+    # last): the test does not depend on which this CPU emulates
+    names = list(variants)
+    assert names[0] == "fp32 eager" and names[-1] == "int8 (onnxruntime-cpu)"
+    assert sorted(names[1:3]) == ["bf16", "fp16"] and len(names) == 4
     assert all(v["status"] == "ok" for v in variants.values()), variants
     for name in ("fp16", "bf16", "int8 (onnxruntime-cpu)"):
         assert variants[name]["drift"]["max_rel_error"] > 0  # lower precision differs
