@@ -20,8 +20,7 @@ def add_parser(commands: Commands) -> None:
 
     compare = commands.add_parser(
         "compare",
-        help="results side by side with confidence intervals over processes; or a regression "
-        "check",
+        help="results side by side with confidence intervals over processes; or a regression check",
         description="Compare results that differ in one dimension (--by), each against a "
         "baseline, with a 95% CI taken over their processes (paired where they ran side by "
         "side in one sweep); or check a candidate run against a baseline run (--baseline RUN "

@@ -103,7 +103,7 @@ class Spread:
 
     @property
     def dominant(self) -> str:
-        """"between processes" or "within a process": which part the interval is made of."""
+        """ "between processes" or "within a process": which part the interval is made of."""
         return "within a process" if self.within_share >= 0.5 else "between processes"
 
     @classmethod

@@ -66,7 +66,7 @@ class ProcessTimes:
 
 
 def identity(pid: int | None = None) -> str:
-    """"HOST PID START": a process, told apart from a later one given the same pid (its start
+    """ "HOST PID START": a process, told apart from a later one given the same pid (its start
     in clock ticks after boot, where /proc says it; 0 elsewhere)."""
     import socket
 

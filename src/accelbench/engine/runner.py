@@ -107,7 +107,13 @@ def run_config(
             check_drift = first and (drift or checks_drift(spec))
             rule = process.stop.at_least(warmup_needed(spec))  # whoever planned it
             timed = _time(
-                spec, workload, device, rule, on_block, check_drift, profile if first else None,
+                spec,
+                workload,
+                device,
+                rule,
+                on_block,
+                check_drift,
+                profile if first else None,
                 process.repeat,
             )
             step_s = timed.measurement.time.median / spec.steps_per_block

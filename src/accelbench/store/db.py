@@ -259,7 +259,6 @@ class Store:
             for row in rows  # later rows overwrite earlier ones: the newest wins
         }
 
-
     def claim(self, sweep: str, spec: RunSpec, owner: str, stale: Callable[[str, float], bool]
               ) -> str | None:  # fmt: skip
         """Claim the configuration for `owner`: None when it is `owner`'s now (it was free,
@@ -368,8 +367,10 @@ _INSERT = (
 )
 
 
-_UPSERT = _INSERT.format(verb="INSERT") + " ON CONFLICT (uid) DO UPDATE SET " + ", ".join(
-    f"{c} = excluded.{c}" for c in _COLUMNS if c != "uid"
+_UPSERT = (
+    _INSERT.format(verb="INSERT")
+    + " ON CONFLICT (uid) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c != "uid")
 )
 
 
