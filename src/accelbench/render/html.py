@@ -67,21 +67,21 @@ _WORDS = (
         "optimization switched on",
     ),
     (
-        "it/s",
-        "its per second, the median over the timed its (warm-up excluded; the device "
-        "synchronized at each it's boundaries); an it is the workload's steps on one batch. "
-        "Over several processes, the geometric mean of the processes' medians",
+        "samples/s",
+        "the median it/s times the samples in an it; for generate rows, tokens/s: an it is "
+        "one generation of batch x new tokens",
     ),
     (
         "95% CI",
-        "the 95% confidence interval of that median: over several processes, Student's t "
+        "the 95% confidence interval of that samples/s: over several processes, Student's t "
         "across their medians, so it holds when the command is run again; in one process, "
         "the distribution-free interval of its samples, which holds within that process only",
     ),
     (
-        "samples/s",
-        "the median it/s times the samples in an it; for generate rows, tokens/s: an it is "
-        "one generation of batch x new tokens",
+        "it/s",
+        "its per second, the median over the timed its (warm-up excluded; the device "
+        "synchronized at each it's boundaries); an it is the workload's steps on one batch. "
+        "Over several processes, the geometric mean of the processes' medians",
     ),
     (
         "vs CPU",
@@ -210,17 +210,24 @@ def _summary(results: Sequence[Result]) -> str:
             (b.device, ""),
             (f"#{b.best.id} {label(b.best.spec)}", ""),
             (samples_cell(b.best), "num"),
-            (interval(b.best.measurement.rate) if b.best.measurement else "—", "num"),
+            (
+                interval(b.best.measurement.rate, b.best.samples_per_block)
+                if b.best.measurement
+                else "—",
+                "num",
+            ),
             (f"{b.count:,}", "num"),
             (f"{b.slowest:,.0f} – {b.fastest:,.0f}", "num"),
             (f"{len(trust_of(b.best).caveats)}", "num"),
         ]
         for b in found[:TABLE_ROWS]
     ]
-    headers = ("workload", "device", "fastest", "samples/s", "it/s 95% CI", "results",
+    headers = ("workload", "device", "fastest", "samples/s", "95% CI", "results",
                "samples/s, slowest – fastest", "its caveats")  # fmt: skip
-    return "<h2>Fastest per workload and device</h2>" + _table(headers, rows) + _more(
-        len(found), "workloads and devices"
+    return (
+        "<h2>Fastest per workload and device</h2>"
+        + _table(headers, rows)
+        + _more(len(found), "workloads and devices")
     )
 
 
@@ -289,8 +296,10 @@ def _failures(results: Sequence[Result]) -> str:
         for r in failed[:TABLE_ROWS]
     ]
     headers = ("workload", "device", "configuration", "status", "message")
-    return "<h2>Failed or unsupported</h2>" + _table(headers, rows) + _more(
-        len(failed), "failed or unsupported results"
+    return (
+        "<h2>Failed or unsupported</h2>"
+        + _table(headers, rows)
+        + _more(len(failed), "failed or unsupported results")
     )
 
 

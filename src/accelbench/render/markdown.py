@@ -43,14 +43,14 @@ def markdown_report(results: Sequence[Result]) -> str:
         )
     lines.extend(_explanations(results))
     lines.append(
-        "\nit/s: median over timed its (over several processes, the geometric mean of their "
-        "medians); 95% CI of the median (over several processes, Student's t across their "
-        "medians; in one, distribution-free within it); "
+        "\nsamples/s: median it/s x samples in an it (for generate, tokens: batch x new "
+        "tokens); 95% CI of that samples/s (over several processes, Student's t across their "
+        "medians; in one, distribution-free within it); it/s: median over timed its (over "
+        "several processes, the geometric mean of their medians); "
         f"{LATENCY_HEADER}: per-request latency, the configuration at batch 1 with each step "
         f"timed alone (p99 needs {P99_MIN_SAMPLES} steps); "
-        "samples/s: median it/s x samples in an it (for generate, tokens: batch x new "
-        "tokens); vs CPU: ratio of median samples/s with a bootstrap 95% CI, (n.s.) = not "
-        "significant. "
+        "vs CPU: ratio of median samples/s with a 95% CI taken process by process, (n.s.) = "
+        "the interval holds 1. "
         "Made by accelbench."
     )
     return "\n".join(lines) + "\n"

@@ -61,8 +61,9 @@ def number(x: float) -> str:
     return f"{x:.3g}"
 
 
-def interval(summary: Summary) -> str:
-    """A summary's 95% CI as 'low–high', or 'n/a' when too few samples give none."""
+def interval(summary: Summary, scale: float = 1.0) -> str:
+    """A summary's 95% CI as 'low–high' (times `scale`: its/s to samples/s), or 'n/a' when too
+    few samples give none."""
     if summary.ci_low is None or summary.ci_high is None:
         return "n/a"
-    return f"{number(summary.ci_low)}–{number(summary.ci_high)}"
+    return f"{number(summary.ci_low * scale)}–{number(summary.ci_high * scale)}"

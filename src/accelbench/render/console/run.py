@@ -21,10 +21,10 @@ _RUN_HEADERS = (
     "device",
     "model",
     "configuration",
-    "it/s",
-    "IQR",
-    "95% CI",
     "samples/s",
+    "95% CI",
+    "IQR",
+    "it/s",
     "step time",
     "TFLOP/s",
     "MFU",
@@ -110,11 +110,12 @@ def _figures(r: Result, cpu_rate: float | None, unit: str = "") -> list[str]:
     where the column mixes samples and tokens."""
     m, flops = r.measurement, r.facts.flops
     assert m is not None
+    per = r.samples_per_block  # the interval is on the figure read: samples/s
     return [
+        number(m.rate.median * per) + unit,
+        interval(m.rate, per),
+        number(m.rate.iqr * per),
         number(m.rate.median),
-        number(m.rate.iqr),
-        interval(m.rate),
-        number(m.rate.median * r.samples_per_block) + unit,
         format_seconds(m.time.median / r.spec.steps_per_block),
         number(flops.achieved / 1e12) if flops.achieved is not None else "—",
         f"{flops.mfu:.1%}" if flops.mfu is not None else "—",
@@ -137,10 +138,11 @@ def _legend(results: Sequence[Result]) -> str:
         )
     return (
         "it = the workload's steps per it on one fixed batch, timed in several processes; "
-        "it/s is the geometric mean of the processes' medians over their timed its (warm-up "
-        "excluded, the device synchronized at each it's boundaries); IQR over all its; 95% CI "
-        "= Student's t over the processes' medians (in one process, distribution-free over its "
-        "its, holding for that process only); step time = it time / steps per it; TFLOP/s "
+        "samples/s = it/s x the samples in an it, where it/s is the geometric mean of the "
+        "processes' medians over their timed its (warm-up excluded, the device synchronized at "
+        "each it's boundaries); its 95% CI = Student's t over the processes' medians (in one "
+        "process, distribution-free over its its, holding for that process only); IQR over all "
+        "its; step time = it time / steps per it; TFLOP/s "
         "from FLOPs counted by torch.utils.flop_counter; MFU against the device's peak for the "
         "precision; first it = the first warm-up it (compilation, autotuning); vs CPU = ratio "
         "against the same configuration on the CPU." + generate

@@ -23,6 +23,7 @@ __all__ = [
     "onnxruntime_note",
 ]
 
+
 def derived_notes(r: Result) -> list[str]:
     """The verdict, the energy, MFU's peak, parallelism, max batch, drift and ONNX Runtime
     figures of one result, as sentences (its caveats are analysis/trust's)."""

@@ -30,9 +30,9 @@ def results_table(results: Sequence[Result], width: int = 120) -> str:
             r.spec.device,
             r.environment.get("device_model", ""),
             label(r.spec),
-            number(m.rate.median) if m else "—",
-            interval(m.rate) if m else "—",
             _samples(r) if m else "—",
+            interval(m.rate, r.samples_per_block) if m else "—",
+            number(m.rate.median) if m else "—",
             _status(r),
             r.environment.get("host", ""),
         )
@@ -59,9 +59,9 @@ def compare_table(comparison: Comparison, width: int = 120) -> str:
         *device,
         "configuration",
         by,
-        "it/s",
-        "95% CI",
         "samples/s",
+        "95% CI",
+        "it/s",
         f"vs {comparison.baseline_value or 'baseline'} [95% CI]",
     )
     table = new_table(f"compared by {by}", headers, left_columns=3 + len(device))
@@ -74,9 +74,9 @@ def compare_table(comparison: Comparison, width: int = 120) -> str:
             *((r.spec.device,) if device else ()),
             label(r.spec),
             row.value,
-            number(m.rate.median),
-            interval(m.rate),
             _samples(r),
+            interval(m.rate, r.samples_per_block),
+            number(m.rate.median),
             versus,
         )
     notes = [
