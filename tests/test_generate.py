@@ -229,9 +229,11 @@ def test_a_generate_run_stores_its_phases_and_survives_export(tmp_path):
     assert g.decode_median_s is not None and g.token_p50_s <= g.token_p90_s
     assert g.decode_tokens_per_s == pytest.approx(2 * 4 / g.decode_median_s)
     assert result.samples_per_second == pytest.approx(result.measurement.rate.median * 2 * 5)
-    assert g.achieved_bandwidth == pytest.approx(g.bytes_per_token / g.token_p50_s)
+    assert g.achieved_bandwidth == pytest.approx(g.bytes_per_token / g.tpot_median_s)
     table = run_tables([result], width=250)
     assert "tokens/s" in table and "time to first token" in table
+    header = next(line for line in table.splitlines() if "configuration" in line)
+    assert "TTFT" in header and "TPOT" in header and "TFLOP/s" not in header
     write_export([result], tmp_path / "out.json")
     (back,) = read_export(tmp_path / "out.json")
     assert back.spec == result.spec and back.metrics == result.metrics
@@ -287,3 +289,28 @@ def test_a_compiled_decode_step_warms_up_two_generations_whoever_plans_it():
     assert result.status == "ok", result.error
     assert result.measurement is not None and len(result.measurement.warmup) == 2
     assert len(result.metrics["generation"]["prefill_s"]) == 1  # the timed one only
+
+
+def test_ttft_tpot_and_tokens_per_second_are_one_definition():
+    """Issue 27 item 8: a generation with stalls (most steps 2 ms, some 35 ms) must not say
+    "2 ms per token" beside a tokens/s that its median decode time gives."""
+    from accelbench.core.metrics import Generation
+    from accelbench.render.console.run_notes import generation_notes
+
+    fast, stall = 0.002, 0.035
+    steps = [(fast,) * 13 + (stall,) * 2, (fast,) * 14 + (stall,), (fast,) * 12 + (stall,) * 3]
+    g = Generation(
+        prompt_length=32, new_tokens=16, batch_size=1, generated_tokens=16,
+        prefill_s=(0.010, 0.012, 0.011), decode_s=tuple(sum(s) for s in steps),
+        token_s=tuple(steps),
+    )  # fmt: skip
+    tpot = statistics.median(sum(s) for s in steps) / 15  # (13 x 2 + 2 x 35) / 15 ms
+    assert g.tpot_median_s == pytest.approx(tpot) and tpot == pytest.approx(0.0064)
+    notes = generation_notes(g)
+    (ttft,) = [n for n in notes if n.startswith("TTFT")]
+    assert "p50 11.000 ms" in ttft and "over 3 generations" in ttft
+    (said,) = [n for n in notes if n.startswith("TPOT")]
+    assert "p50 6.400 ms" in said and "decode 156 tokens/s = batch 1 / TPOT p50" in said
+    assert "p99 undetermined" in said  # three generations carry no 99th percentile
+    (itl,) = [n for n in notes if n.startswith("ITL")]
+    assert "45 pooled" in itl and "p50 2.000 ms" in itl and "p90 35.000 ms" in itl

@@ -301,7 +301,7 @@ def test_the_decode_floors_and_what_bounds_the_step_by_hand():
     assert found["decode_floor_share"] == pytest.approx(0.1)
     verdict = decode_verdict(replace(host, **found))
     assert verdict.startswith("decode is bound by neither memory nor compute: the memory")
-    assert "10% of the median step" in verdict
+    assert "10% of the median TPOT" in verdict
     assert verdict.endswith("(reduce-overhead: CUDA graphs) cuts the host's launches")
     assert decode_bound(replace(host, **found)) == "host"
     compiled = replace(host, **found, graph_breaks=0, cudagraph_skips=0)

@@ -97,9 +97,9 @@ def _decode_floors(
 ) -> dict[str, Any]:
     """The least time a decode step could take at the device's peaks: its bytes over the
     bandwidth and, where counted, its FLOPs over the precision's peak; and which share of the
-    median step the larger is."""
+    median TPOT (a decode step, on average) the larger is."""
     bandwidth = peaks.bandwidth if peaks else None
-    p50, per_token = generation.token_p50_s, generation.bytes_per_token
+    p50, per_token = generation.tpot_median_s, generation.bytes_per_token
     if not bandwidth or not p50 or per_token is None:
         return {}
     out: dict[str, Any] = {"decode_memory_floor_s": per_token / bandwidth}

@@ -271,7 +271,7 @@ def decode_verdict(generation: Generation) -> str:
     share = generation.decode_floor_share
     if share is None:
         return ""
-    floor = f"the {_larger_floor(generation)} floor is {share:.0%} of the median step"
+    floor = f"the {_larger_floor(generation)} floor is {share:.0%} of the median TPOT"
     bound = decode_bound(generation)
     if bound in ("memory bandwidth", "compute"):
         return f"decode is bound by {bound}: {floor}"

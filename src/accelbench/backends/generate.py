@@ -140,16 +140,15 @@ class GenerationLog:
                 self.prompt_length, self.new_tokens
             )
             kv = self._kv(positions)
+            tpot = statistics.median(decode) / (self.new_tokens - 1)  # Generation's TPOT
             out.update(
                 token_p50_s=p50,
                 token_p90_s=p90,
-                decode_tokens_per_s=self.batch_size
-                * (self.new_tokens - 1)
-                / statistics.median(decode),
+                decode_tokens_per_s=self.batch_size / tpot,
                 kv_bytes_per_token=kv,
                 kv_read_positions=positions,
                 static_cache=self.static_length is not None,
-                achieved_bandwidth=(self.weight_bytes + kv) / p50,
+                achieved_bandwidth=(self.weight_bytes + kv) / tpot,
             )
         return out
 

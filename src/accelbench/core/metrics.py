@@ -5,7 +5,8 @@ names each key once, says its unit and who writes it, and reads each group of ke
 frozen value. Writers use the key constants; readers use `result.facts` (a `Metrics`).
 
 Who writes which keys (units are on each value's fields below):
-- engine/runner: setup_s (s), model_output (a --model's output used), probe, probe_error,
+- engine/runner: setup_s (s), model_output (a --model's output used), parameters, probe,
+  probe_error,
   latency (batch 1, each sample one step), latency_error, drift, power, joules_per_sample,
   samples_per_s_per_watt, power_warning, power_unavailable, memory_tensors_only; overhead's
   warmup_s, timed_s, probe_s, latency_s, drift_s; machine_state (devices/state's reading of
@@ -77,6 +78,8 @@ __all__ = [
     "OPTIMIZE_POLICY",
     "OWN_STEPS",
     "P99_MIN_SAMPLES",
+    "PARAMETERS",
+    "percentiles",
     "PEAK_FLOPS",
     "PEAK_SOURCE",
     "PREFILL_FLOPS_PER_SEQUENCE",
@@ -164,6 +167,9 @@ CHANNELS_LAST_APPLIES = "channels_last_applies"
 # Which of a --model's outputs was timed and trained on, where its forward returns more than a
 # tensor ("timed on the logits of its SequenceClassifierOutput; trained with its own loss").
 MODEL_OUTPUT = "model_output"
+# The measured model's parameters (elements), counted on the model as prepared (after a lever
+# such as pruning changed it); absent where the backend holds no PyTorch module.
+PARAMETERS = "parameters"
 # Processes the model's code left running once its worker had ended, stopped by engine/reaper
 # ("pid 4242 python3"), over every process of the configuration.
 LEFT_RUNNING = "left_running"
@@ -276,6 +282,17 @@ class Rounds:
 
 # Below this many steps a 99th percentile is the slowest step or next to it, not a figure.
 P99_MIN_SAMPLES = 100
+
+
+def percentiles(values: Sequence[float]) -> tuple[float, float, float | None]:
+    """p50, p90 and p99 (numpy's linear percentiles); p99 is None below P99_MIN_SAMPLES."""
+    if not values:
+        raise ValueError("no values to take percentiles of")
+    cuts = statistics.quantiles(values, n=100, method="inclusive") if len(values) > 1 else []
+    p50, p90, p99 = (cuts[q - 1] if cuts else values[0] for q in (50, 90, 99))
+    return p50, p90, (p99 if len(values) >= P99_MIN_SAMPLES else None)
+
+
 # A latency taken from the configuration's own samples (batch 1, one step each): over several
 # processes, from all of theirs.
 OWN_STEPS = "the main samples, each one step"
@@ -301,9 +318,7 @@ class Latency:
             raise ValueError("no steps to take percentiles of")
         # 1 ns is finer than any device timer; rounding keeps the stored record small
         kept = tuple(round(float(s), 9) for s in steps)
-        cuts = statistics.quantiles(kept, n=100, method="inclusive") if len(kept) > 1 else []
-        p50, p90, p99 = (cuts[q - 1] if cuts else kept[0] for q in (50, 90, 99))
-        p99_s = p99 if len(kept) >= P99_MIN_SAMPLES else None
+        p50, p90, p99_s = percentiles(kept)
         return cls(1, len(kept), p50, p90, p99_s, kept, source)
 
     @classmethod
@@ -780,6 +795,12 @@ class Generation:
     boundaries: the prompt's prefill (its forward and the first token), then the new_tokens - 1
     decode steps, one token per sequence each. Seconds are per timed sample (one generation).
 
+    One definition throughout, as LLM serving benchmarks use it: the time to first token (TTFT)
+    is a generation's prefill; its time per output token (TPOT) is its decode time over its
+    decode steps (the first token excluded); decode tokens/s is the batch over the median
+    TPOT. The inter-token latency (ITL) is one decode step's own time, every step pooled: its
+    tail shows stalls a TPOT averages away.
+
     backends/generate writes the timings and sizes; analysis/bandwidth adds the figures that
     need the device's peaks. Bytes per decode step: the weights at their dtype plus the KV cache
     at the length the step attends over, averaged over the decode steps.
@@ -791,9 +812,9 @@ class Generation:
     generated_tokens: int  # tokens per sequence the last generation produced, counted
     prefill_s: tuple[float, ...]  # per timed sample: time to the first token
     decode_s: tuple[float, ...]  # per timed sample: its decode steps together
-    token_p50_s: float | None = None  # one decode step, median over every timed step
+    token_p50_s: float | None = None  # ITL: one decode step, median over every timed step
     token_p90_s: float | None = None
-    decode_tokens_per_s: float | None = None  # batch x decode steps / median decode_s
+    decode_tokens_per_s: float | None = None  # batch / median TPOT
     weight_bytes: int | None = None
     kv_bytes_per_token: float | None = None  # the KV cache one decode step reads, on average
     kv_read_positions: float | None = None  # the positions it reads, on average
@@ -802,7 +823,7 @@ class Generation:
     graph_breaks: int | None = None  # a compiled decode step: torch.compile's graph breaks
     cudagraph_skips: int | None = None  # and the CUDA graphs it could not capture
     kv_cache_bytes: int | None = None  # the KV cache at the end of the generation
-    achieved_bandwidth: float | None = None  # bytes per decode step / token_p50_s, B/s
+    achieved_bandwidth: float | None = None  # bytes per decode step / median TPOT, B/s
     peak_bandwidth: float | None = None  # B/s
     bandwidth_source: str = ""
     bandwidth_share: float | None = None  # achieved / peak
@@ -831,6 +852,21 @@ class Generation:
     @property
     def prefill_median_s(self) -> float:
         return statistics.median(self.prefill_s)
+
+    @property
+    def tpot_s(self) -> tuple[float, ...]:
+        """Each timed generation's time per output token, the first token excluded."""
+        steps = self.decode_steps
+        return tuple(d / steps for d in self.decode_s) if steps else ()
+
+    @property
+    def tpot_median_s(self) -> float | None:
+        return statistics.median(self.tpot_s) if self.tpot_s else None
+
+    @property
+    def itl_s(self) -> tuple[float, ...]:
+        """Every timed decode step's seconds, pooled (the inter-token latency)."""
+        return tuple(s for sample in self.token_s for s in sample)
 
     @property
     def decode_median_s(self) -> float | None:
@@ -977,6 +1013,11 @@ class Metrics:
     def model_output(self) -> str:
         return str(self.raw.get(MODEL_OUTPUT, ""))
 
+    @property
+    def parameters(self) -> int | None:
+        found = self.raw.get(PARAMETERS)
+        return None if found is None else int(found)
+
 
 # What each key holds, for `check_metrics`: one JSON type, or an object (a group). None passes
 # everywhere: writers store it for "no figure".
@@ -990,7 +1031,7 @@ _KEY_TYPES: dict[str, tuple[type, ...]] = {
     **dict.fromkeys((PREFILL_FLOPS_PER_SEQUENCE, DECODE_FLOPS_PER_SEQUENCE), _NUMBER),
     CHANNELS_LAST_APPLIES: (bool,),
     **dict.fromkeys((PEAK_FLOPS, MFU, SCALING_EFFICIENCY, SINGLE_PROCESS_SAMPLES_PER_S), _NUMBER),
-    **dict.fromkeys((MAX_BATCH, DEVICE_MEMORY, WORLD_SIZE), (int,)),
+    **dict.fromkeys((MAX_BATCH, DEVICE_MEMORY, WORLD_SIZE, PARAMETERS), (int,)),
     **dict.fromkeys(
         (PROBE_ERROR, POWER_WARNING, POWER_UNAVAILABLE, PEAK_SOURCE, SCALING_UNAVAILABLE), (str,)
     ),

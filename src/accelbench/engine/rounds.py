@@ -298,9 +298,9 @@ def _generations(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         assert merged is not None
         p50, p90 = Generation.step_percentiles(steps)
         out["token_p50_s"], out["token_p90_s"] = p50, p90
-        out["decode_tokens_per_s"] = (
-            merged.batch_size * merged.decode_steps / statistics.median(out["decode_s"])
-        )
+        tpot = merged.tpot_median_s
+        assert tpot is not None  # decode steps were timed
+        out["decode_tokens_per_s"] = merged.batch_size / tpot
         if merged.bytes_per_token is not None:
-            out["achieved_bandwidth"] = merged.bytes_per_token / p50
+            out["achieved_bandwidth"] = merged.bytes_per_token / tpot
     return out

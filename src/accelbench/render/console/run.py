@@ -43,27 +43,26 @@ def run_tables(results: Sequence[Result], width: int = 120) -> str:
 
 
 def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
-    headers: tuple[str, ...] = _RUN_HEADERS
-    tokens_only = all(r.spec.mode == GENERATE for r in results)  # a generation's samples
-    if tokens_only:
-        headers = tuple("tokens/s" if h == "samples/s" else h for h in headers)
+    headers = _headers(results)
     table = new_table(f"accelbench: {workload}", headers, left_columns=3)
     baseline = {  # "vs CPU": the same configuration on the baseline device
         r.spec: r.measurement.rate.median
         for r in results
         if is_baseline(r.spec.device) and r.measurement
     }
+    tokens_only = all(r.spec.mode == GENERATE for r in results)
     notes: dict[str, list[str]] = {}  # note -> the configurations (or devices) it is about
     for r in results:
         who = f"{r.spec.device} {label(r.spec)}"
         head = (r.spec.device, r.environment.get("device_model", ""), _configuration(r))
         if r.measurement is None:
-            table.add_row(*head, r.status.upper(), *[""] * (len(_RUN_HEADERS) - 4))
+            table.add_row(*head, r.status.upper(), *[""] * (len(headers) - 4))
             notes.setdefault(f"{r.status}: {r.error}", []).append(who)
             continue
         on_baseline = baseline.get(replace(r.spec, device=BASELINE_DEVICE))
         unit = " tokens/s" if r.spec.mode == GENERATE and not tokens_only else ""
-        table.add_row(*head, *_figures(r, on_baseline, unit))
+        cells = _figures(r, on_baseline, unit)
+        table.add_row(*head, *(cells[h] for h in headers[3:]))
         for note in [*trust_of(r).texts, *derived_notes(r), *_latency_notes(r)]:
             notes.setdefault(note, []).append(who)
         for note in _device_notes(r):
@@ -105,24 +104,44 @@ def _latency_notes(r: Result) -> list[str]:
     ]
 
 
-def _figures(r: Result, cpu_rate: float | None, unit: str = "") -> list[str]:
-    """The measured columns of one row of the run table; `unit` follows the samples/s cell
-    where the column mixes samples and tokens."""
-    m, flops = r.measurement, r.facts.flops
+def _headers(results: Sequence[Result]) -> tuple[str, ...]:
+    """The run table's columns: a generation's TTFT and TPOT where there is one; its
+    samples are tokens where every row generates, and FLOP/s and MFU are then the
+    prefill's, in the notes."""
+    if not any(r.spec.mode == GENERATE for r in results):
+        return _RUN_HEADERS
+    at = _RUN_HEADERS.index("step time") + 1
+    headers = (*_RUN_HEADERS[:at], "TTFT", "TPOT", *_RUN_HEADERS[at:])
+    if all(r.spec.mode == GENERATE for r in results):
+        left_out = ("TFLOP/s", "MFU")
+        headers = tuple("tokens/s" if h == "samples/s" else h for h in headers)
+        headers = tuple(h for h in headers if h not in left_out)
+    return headers
+
+
+def _figures(r: Result, cpu_rate: float | None, unit: str = "") -> dict[str, str]:
+    """The measured cells of one row of the run table by column; `unit` follows the
+    samples/s cell where the column mixes samples and tokens."""
+    m, flops, g = r.measurement, r.facts.flops, r.facts.generation
     assert m is not None
     per = r.samples_per_block  # the interval is on the figure read: samples/s
-    return [
-        number(m.rate.median * per) + unit,
-        interval(m.rate, per),
-        number(m.rate.iqr * per),
-        number(m.rate.median),
-        format_seconds(m.time.median / r.spec.steps_per_block),
-        number(flops.achieved / 1e12) if flops.achieved is not None else "—",
-        f"{flops.mfu:.1%}" if flops.mfu is not None else "—",
-        format_bytes(r.peak_memory),
-        format_seconds(m.warmup[0]) if m.warmup else "—",
-        f"{m.rate.median / cpu_rate:.2f}x" if cpu_rate else "—",
-    ]
+    tpot = g.tpot_median_s if g else None
+    rate = number(m.rate.median * per) + unit
+    return {
+        "samples/s": rate,
+        "tokens/s": rate,
+        "95% CI": interval(m.rate, per),
+        "IQR": number(m.rate.iqr * per),
+        "it/s": number(m.rate.median),
+        "step time": format_seconds(m.time.median / r.spec.steps_per_block),
+        "TTFT": format_seconds(g.prefill_median_s) if g else "—",
+        "TPOT": format_seconds(tpot) if tpot is not None else "—",
+        "TFLOP/s": number(flops.achieved / 1e12) if flops.achieved is not None else "—",
+        "MFU": f"{flops.mfu:.1%}" if flops.mfu is not None else "—",
+        "peak memory": format_bytes(r.peak_memory),
+        "first it": format_seconds(m.warmup[0]) if m.warmup else "—",
+        "vs CPU": f"{m.rate.median / cpu_rate:.2f}x" if cpu_rate else "—",
+    }
 
 
 def _legend(results: Sequence[Result]) -> str:
@@ -133,8 +152,10 @@ def _legend(results: Sequence[Result]) -> str:
         generate = (
             " For generate, one it is one whole generation (prefill and every new token, "
             "greedy, no early stop), it/s is generations/s, tokens/s = batch x new tokens per "
-            "generation, and step time is the end-to-end latency; TFLOP/s and MFU are the "
-            "prefill's, in the notes."
+            "generation, and step time is the end-to-end latency; TTFT and TPOT are the "
+            "medians of the generations' time to first token and time per output token (the "
+            "first excluded), defined in the notes; TFLOP/s and MFU are the prefill's, in the "
+            "notes."
         )
     return (
         "it = the workload's steps per it on one fixed batch, timed in several processes; "

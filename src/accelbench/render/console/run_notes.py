@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ...analysis.verdict import decode_verdict
 from ...core.metrics import (
+    P99_MIN_SAMPLES,
     CoreMLFacts,
     Drift,
     Generation,
@@ -11,6 +14,7 @@ from ...core.metrics import (
     OnnxRuntimeFacts,
     Parallel,
     Power,
+    percentiles,
 )
 from ...core.result import Result
 from ..text import format_bytes, format_seconds, number
@@ -86,22 +90,25 @@ def coreml_note(coreml: CoreMLFacts, load_s: float | None) -> str:
 def generation_notes(g: Generation) -> list[str]:
     """A generation's phases, and why they are that fast: the bytes a decode step reads
     against the device's bandwidth, the prefill's FLOPs against its peak."""
-    said = (
-        f"time to first token {format_seconds(g.prefill_median_s)} (median prefill of "
-        f"{g.prompt_length} tokens over {len(g.prefill_s)} generations of exactly "
-        f"{g.generated_tokens} tokens)"
-    )
-    notes = [said]
-    decode = g.decode_median_s
-    if decode is not None and g.token_p50_s is not None and g.token_p90_s is not None:
+    notes = [
+        f"TTFT (time to first token: the prefill of {g.prompt_length} tokens and its token) "
+        f"{_percentiles(g.prefill_s)} over {len(g.prefill_s)} generations of exactly "
+        f"{g.generated_tokens} tokens"
+    ]
+    tpot = g.tpot_median_s
+    if tpot is not None:
         notes.append(
-            f"decode {format_seconds(g.token_p50_s)} per token (p90 "
-            f"{format_seconds(g.token_p90_s)}), {number(g.decode_tokens_per_s or 0)} tokens/s "
-            f"= batch {g.batch_size} x {g.decode_steps} steps / median decode "
-            f"{format_seconds(decode)}"
+            f"TPOT (time per output token, the first excluded: a generation's decode time over "
+            f"its {g.decode_steps} steps) {_percentiles(g.tpot_s)}; decode "
+            f"{number(g.batch_size / tpot)} tokens/s = batch {g.batch_size} / TPOT p50"
         )
-    if g.bytes_per_token is not None and g.achieved_bandwidth is not None:
-        notes.append(_bandwidth_note(g, g.bytes_per_token, g.achieved_bandwidth))
+    if g.itl_s:
+        notes.append(
+            f"ITL (inter-token latency: one decode step, {len(g.itl_s):,} pooled) "
+            f"{_percentiles(g.itl_s)}; the TPOT is their mean within a generation"
+        )
+    if g.bytes_per_token is not None and tpot:  # from the raw times: one TPOT throughout
+        notes.append(_bandwidth_note(g, g.bytes_per_token, g.bytes_per_token / tpot))
     if verdict := decode_verdict(g):
         notes.append(verdict)
     if g.graph_breaks is not None:
@@ -120,6 +127,13 @@ def generation_notes(g: Generation) -> list[str]:
     return notes
 
 
+def _percentiles(values: Sequence[float]) -> str:
+    """Seconds as "p50 X, p90 Y, p99 Z"; a p99 from too few values says so."""
+    p50, p90, p99 = percentiles(values)
+    tail = format_seconds(p99) if p99 is not None else f"undetermined (under {P99_MIN_SAMPLES})"
+    return f"p50 {format_seconds(p50)}, p90 {format_seconds(p90)}, p99 {tail}"
+
+
 def _token_drift_note(drift: Drift) -> str:
     """A generation's drift: its tokens against fp32's, then the first token's logits."""
     text = f"drift from {drift.reference}: "
@@ -136,11 +150,11 @@ def _bandwidth_note(g: Generation, per_token: float, achieved: float) -> str:
     text = (
         f"each decode step reads {format_bytes(round(per_token))} (weights "
         f"{format_bytes(g.weight_bytes)} + {cache}{'' if g.static_cache else ' on average'}): "
-        f"{number(achieved / 1e9)} GB/s at the median step"
+        f"{number(achieved / 1e9)} GB/s at the TPOT p50"
     )
-    if g.bandwidth_share is not None and g.peak_bandwidth is not None:
+    if g.peak_bandwidth:
         text += (
-            f", {g.bandwidth_share:.1%} of {number(g.peak_bandwidth / 1e9)} GB/s "
+            f", {achieved / g.peak_bandwidth:.1%} of {number(g.peak_bandwidth / 1e9)} GB/s "
             f"({g.bandwidth_source})"
         )
     return text
