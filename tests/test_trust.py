@@ -112,7 +112,7 @@ def test_every_output_carries_the_caveats(busy_result):
     assert text in markdown_report([busy_result])
     assert text in html_report([busy_result])
     (row,) = csv.DictReader(io.StringIO(results_csv([busy_result])))
-    assert text in row["caveats"] and row["processes"] == "3"
+    assert text in row["caveats"] and row["measured_processes"] == "3"
     shown = json.loads(json.dumps(result_json(busy_result)))
     assert shown["caveats"][0]["decisive"] is True and text in shown["caveats"][0]["text"]
     assert shown["processes"] == 3 and shown["spread"]["processes"] == 3

@@ -105,17 +105,7 @@ def run_config(
             return replace(base, status="unsupported", error=refused)
         with device.context():
             check_drift = first and (drift or checks_drift(spec))
-            rule = process.stop.at_least(warmup_needed(spec))  # whoever planned it
-            timed = _time(
-                spec,
-                workload,
-                device,
-                rule,
-                on_block,
-                check_drift,
-                profile if first else None,
-                process.repeat,
-            )
+            timed = _time(spec, workload, device, process, on_block, check_drift, profile)
             step_s = timed.measurement.time.median / spec.steps_per_block
             probed, probe_s = _after(
                 probe, paired_probe, timed.prep, workload, device, step_s, process
@@ -125,14 +115,24 @@ def run_config(
             latencies, latency_s = _after(
                 single, _latency, spec, workload, device, timed.measurement
             )
-            counted, count_s = _after(first, model_facts, workload, spec)
+            facts, count_s = _after(first, model_facts, workload, spec)
     except Exception as exc:  # a failure is data: the sweep goes on
         status = "oom" if is_out_of_memory(exc) else "error"
         return replace(base, status=status, error=one_line(exc))
     # The measurement stands whatever happens below: derived figures only add to it.
     phases = _phases(timed, probe_s, latency_s, count_s)
     said = {keys.MODEL_OUTPUT: workload.output_note} if workload.output_note else {}
-    return _measured(base, timed, {**probed, **latencies, **counted, **said}, phases)
+    return _measured(base, timed, {**probed, **latencies, **facts, **said}, phases)
+
+
+def _parameters(prep: Runnable) -> dict[str, Any]:
+    """The prepared PyTorch model's parameter count (a backend of its own holds none)."""
+    import torch  # here: the worker has it loaded; the command that plans need not
+
+    model = getattr(prep, "model", None)
+    if not isinstance(model, torch.nn.Module):
+        return {}
+    return {keys.PARAMETERS: sum(p.numel() for p in model.parameters())}
 
 
 def _measured(
@@ -201,12 +201,15 @@ def _time(
     spec: RunSpec,
     workload: Workload,
     device: Device,
-    stop: StopRule,
+    process: Round,
     on_block: Callable[[int, float], None] | None,
     drift: bool,
     profile: ProfileRequest | None,
-    repeat: int | None = None,
 ) -> _Timed:
+    """Build the configuration and time this process's samples; the first process also
+    profiles (where asked) and checks drift."""
+    stop = process.stop.at_least(warmup_needed(spec))  # whoever planned it
+    profile = profile if process.first else None
     device.reset_peak_memory()  # before building, so weights and data count
     # Only where operators may fall back to the CPU (MPS): PyTorch warns once per operator,
     # during the build or the warm-up, and the names are stored with the result.
@@ -223,9 +226,11 @@ def _time(
         phases: list[AbstractContextManager[Any]] = [state, meter]
         if sampler is not None:
             phases.append(sampler)
-        measurement = measure(block_function(prep), prep.timer, stop, on_block, phases, repeat)
+        measurement = measure(
+            block_function(prep), prep.timer, stop, on_block, phases, process.repeat
+        )
     memory = _sampled(prep.peak_memory(), sampler)  # before the drift check builds more
-    recorded = {**prep.info, **state.to_metrics()}
+    recorded = {**prep.info, **state.to_metrics(), **_parameters(prep)}
     if watch:
         recorded[keys.CPU_FALLBACK_OPS] = list(dict.fromkeys(fallbacks))
     if keys.GENERATION in recorded:  # every generation's phases, logged: keep the timed ones'
