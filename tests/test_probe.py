@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from accelbench.core.metrics import MachineState, Metrics
 from accelbench.core.result import RunSpec
 from accelbench.engine import probe as probing
 from accelbench.engine.measure import StopRule
@@ -65,15 +66,35 @@ def test_pairs_alternate_abba_and_each_gives_the_ratio_of_its_two_samples():
     assert all(r == pytest.approx(1.2, rel=0.1) for r in ratios)
 
 
+class _Meter:
+    """A state meter that reads the host busy over its region, whatever runs in it."""
+
+    def __enter__(self) -> _Meter:
+        self.state = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.state = MachineState(seconds=2.0, cores=2, other_cpu_cores=0.9)
+
+
+class _Device:
+    def state_meter(self) -> _Meter:
+        return _Meter()
+
+
 def test_the_probe_records_its_step_and_ratio_for_the_verdict(monkeypatch):
     clock = _Clock()
     main, probe = _Prep("main", 0.012, clock, 64), _Prep("probe", 0.010, clock, 16)
     monkeypatch.setattr(probing, "build", lambda spec, workload, device: probe)
     process = Round(1, StopRule(), planned=2)
-    found = probing.paired_probe(main, None, None, 0.012, process)["probe"]
+    metrics = probing.paired_probe(main, None, _Device(), 0.012, process)
+    found = metrics["probe"]
     assert found["batch_size"] == 16 and found["blocks"] >= probing.MIN_PAIRS
     assert found["growth"][0] == pytest.approx(1.2, rel=0.1)
     assert found["growth_ci_low"] <= found["growth"][0] <= found["growth_ci_high"]
+    # what else ran while the two sides alternated is the verdict's to weigh (issue 27)
+    state = Metrics(metrics).probe_machine_state
+    assert state is not None and state.other_cpu_cores == 0.9
 
 
 def test_a_probe_that_cannot_build_says_why_and_the_result_stands(monkeypatch):

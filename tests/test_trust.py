@@ -99,6 +99,24 @@ def test_a_decisive_caveat_makes_the_verdict_undetermined():
     assert quiet.kind == "launch-bound" and "over 3 processes" in quiet.explanation
     busy = Analyzer()(_result(**probe, **BUSY.to_metrics()), cpu).facts.bottleneck
     assert busy.kind == "undetermined" and "other processes used 0.9 cores" in busy.explanation
+    # issue 27 item 7: busy only while the two batches alternated (batch 8 took 520 ms, 32
+    # took 482 ms with one other process on a 2-core machine: "launch-bound", wrongly)
+    during = BUSY.to_metrics(keys.PROBE_MACHINE_STATE)
+    probed = Analyzer()(_result(**probe, **during), cpu).facts.bottleneck
+    assert probed.kind == "undetermined"
+    assert "other processes used 0.9 cores during the verdict's probe" in probed.explanation
+    assert not assess(_result(**probe, **during)).decisive  # the samples themselves were quiet
+
+
+def test_each_process_s_probe_state_is_kept_at_its_worst():
+    from accelbench.engine.rounds import merge
+
+    light = replace(BUSY, other_cpu_cores=0.05)
+    first = _result(((0.5,) * 6,), **light.to_metrics(keys.PROBE_MACHINE_STATE))
+    second = _result(((0.5,) * 6,), **BUSY.to_metrics(keys.PROBE_MACHINE_STATE))
+    merged = merge(merge(None, first, 1), second, 2)
+    state = merged.facts.probe_machine_state
+    assert state is not None and state.other_cpu_cores == 0.9 and state.seconds == 6.0
 
 
 @pytest.fixture

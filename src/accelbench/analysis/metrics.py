@@ -168,13 +168,21 @@ class Analyzer:
             graphs=device.can_capture_graphs,
             faster_precisions=_faster_than_fp32(peaks),
             channels_last=channels_last,
-            caveat="; ".join(
-                c.text for c in machine_caveats(result.facts.machine_state) if c.decisive
-            ),
+            caveat=_decisive_machine(result),
             **_profile_evidence(result, witness),
         )
         out[keys.VERDICT] = judge(timing).to_dict()
         return out
+
+
+def _decisive_machine(result: Result) -> str:
+    """What of the machine, over the timed samples or the probe, no verdict can stand with."""
+    facts = result.facts
+    found = [
+        *machine_caveats(facts.machine_state),
+        *machine_caveats(facts.probe_machine_state, "the verdict's probe"),
+    ]
+    return "; ".join(dict.fromkeys(c.text for c in found if c.decisive))
 
 
 def _per_step_ci(m: Measurement, steps_per_block: int) -> tuple[float, float] | None:

@@ -175,9 +175,9 @@ def _noise_caveats(result: Result) -> list[Caveat]:
     return out
 
 
-def machine_caveats(state: MachineState | None) -> list[Caveat]:
-    """What else used the machine, or how the GPU throttled, while the samples were timed; and
-    what of the host or the GPU could not be read."""
+def machine_caveats(state: MachineState | None, during: str = "the timed samples") -> list[Caveat]:
+    """What else used the machine, or how the GPU throttled, `during` the region its state
+    was read over; and what of the host or the GPU could not be read."""
     if state is None:
         return []
     out = []
@@ -186,7 +186,7 @@ def machine_caveats(state: MachineState | None) -> list[Caveat]:
     if other is not None and other > OTHER_CPU_WARN_CORES + slack:
         busiest = "; ".join(state.other_cpu_busiest)
         named = f" (busiest: {busiest})" if busiest else ""
-        text = f"other processes used {other:.2g} cores during the timed samples{named}: {NOISY}"
+        text = f"other processes used {other:.2g} cores during {during}{named}: {NOISY}"
         out.append(Caveat("machine", text, other > OTHER_CPU_DECISIVE_CORES + slack))
     steal = state.steal_cores
     if steal is not None and steal > STEAL_WARN_CORES + slack:
@@ -194,17 +194,17 @@ def machine_caveats(state: MachineState | None) -> list[Caveat]:
             Caveat(
                 "machine",
                 f"the hypervisor ran other guests on {steal:.2g} cores' worth of this machine's "
-                f"CPU time during the timed samples: {NOISY}",
+                f"CPU time during {during}: {NOISY}",
                 steal > OTHER_CPU_DECISIVE_CORES + slack,
             )
         )
-    out += _load_and_gpu(state)
+    out += _load_and_gpu(state, during)
     return out + [
         Caveat("machine", why) for why in (state.host_unavailable, state.gpu_unavailable) if why
     ]
 
 
-def _load_and_gpu(state: MachineState) -> list[Caveat]:
+def _load_and_gpu(state: MachineState, during: str) -> list[Caveat]:
     out = []
     load, cores = state.load_average_1m, state.cores
     if load is not None and cores is not None and load > cores:
@@ -221,7 +221,7 @@ def _load_and_gpu(state: MachineState) -> list[Caveat]:
         out.append(
             Caveat(
                 "machine",
-                f"the GPU's clocks throttled during the timed samples ({reasons}; SM clock "
+                f"the GPU's clocks throttled during {during} ({reasons}; SM clock "
                 f"{state.sm_clock_min_mhz}-{state.sm_clock_max_mhz} MHz, at most "
                 f"{state.temperature_max_c} °C): figures may be low",
                 decisive=True,
@@ -232,8 +232,8 @@ def _load_and_gpu(state: MachineState) -> list[Caveat]:
         out.append(
             Caveat(
                 "machine",
-                f"{state.other_gpu_processes} other process(es) used the GPU during the timed "
-                f"samples{f' (pid {pids})' if pids else ''}: {NOISY}",
+                f"{state.other_gpu_processes} other process(es) used the GPU during "
+                f"{during}{f' (pid {pids})' if pids else ''}: {NOISY}",
                 decisive=True,
             )
         )

@@ -5,6 +5,7 @@ names each key once, says its unit and who writes it, and reads each group of ke
 frozen value. Writers use the key constants; readers use `result.facts` (a `Metrics`).
 
 Who writes which keys (units are on each value's fields below):
+- engine/probe: probe (the verdict's probe) and probe_machine_state (the machine over it)
 - engine/runner: setup_s (s), model_output (a --model's output used), parameters, probe,
   probe_error,
   latency (batch 1, each sample one step), latency_error, drift, power, joules_per_sample,
@@ -78,6 +79,7 @@ __all__ = [
     "OPTIMIZE_POLICY",
     "OWN_STEPS",
     "P99_MIN_SAMPLES",
+    "PROBE_MACHINE_STATE",
     "PARAMETERS",
     "percentiles",
     "PEAK_FLOPS",
@@ -157,6 +159,9 @@ OVERHEAD = "overhead"
 EXPLAIN = "explain"
 EXPLAIN_ERROR = "explain_error"
 MACHINE_STATE = "machine_state"
+# The same, over the verdict's probe (engine/probe): what else ran while the two batches were
+# timed in alternation decides whether their ratio can carry a verdict.
+PROBE_MACHINE_STATE = "probe_machine_state"
 # The Mac paths (issue 14): MPS's CPU fallback, and Core ML.
 CPU_FALLBACK_OPS = "cpu_fallback_ops"
 COREML = "coreml"
@@ -447,8 +452,10 @@ class MachineState:
     other_cpu_busiest: tuple[str, ...] = ()
 
     @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> MachineState | None:
-        found = _group(metrics, MACHINE_STATE)
+    def from_metrics(
+        cls, metrics: Mapping[str, Any], key: str = MACHINE_STATE
+    ) -> MachineState | None:
+        found = _group(metrics, key)
         if found is None:
             return None
         names = {f.name for f in fields(cls)}
@@ -457,9 +464,9 @@ class MachineState:
             kept[name] = tuple(kept.get(name, ()))
         return cls(**kept)
 
-    def to_metrics(self) -> dict[str, Any]:
+    def to_metrics(self, key: str = MACHINE_STATE) -> dict[str, Any]:
         """What `from_metrics` reads."""
-        return {MACHINE_STATE: asdict(self)}
+        return {key: asdict(self)}
 
 
 @dataclass(frozen=True)
@@ -1002,6 +1009,10 @@ class Metrics:
         return MachineState.from_metrics(self.raw)
 
     @property
+    def probe_machine_state(self) -> MachineState | None:
+        return MachineState.from_metrics(self.raw, PROBE_MACHINE_STATE)
+
+    @property
     def generation(self) -> Generation | None:
         return Generation.from_metrics(self.raw)
 
@@ -1055,6 +1066,7 @@ _GROUPS: dict[str, type] = {
     VERIFY: Verification,
     OVERHEAD: Overhead,
     MACHINE_STATE: MachineState,
+    PROBE_MACHINE_STATE: MachineState,
     GENERATION: Generation,
     ROUNDS: Rounds,
 }

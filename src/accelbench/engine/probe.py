@@ -53,21 +53,26 @@ def paired_probe(
     rule = rule.at_least(warmup_needed(spec))
     try:
         probe = build(replace(spec, batch_size=batch), workload, device)
-        pairs = _pairs(main, probe, main_step_s, rule)
+        with device.state_meter() as meter:  # a busy machine can fake a ratio (issue 27)
+            pairs = _pairs(main, probe, main_step_s, rule)
     except Exception as exc:  # the main result stands; say why there is no verdict input
         return {keys.PROBE_ERROR: one_line(exc)}
+    state = meter.state.to_metrics(keys.PROBE_MACHINE_STATE) if meter.state else {}
     ratios = [m / p for m, p in pairs]
     step = statistics.median(p for _, p in pairs)
     interval = median_ci(ratios) or (None, None)
-    return Probe(
-        batch,
-        step,
-        len(pairs),
-        steps=(step,),
-        growth=(statistics.median(ratios),),
-        growth_ci_low=interval[0],
-        growth_ci_high=interval[1],
-    ).to_metrics()
+    return (
+        Probe(
+            batch,
+            step,
+            len(pairs),
+            steps=(step,),
+            growth=(statistics.median(ratios),),
+            growth_ci_low=interval[0],
+            growth_ci_high=interval[1],
+        ).to_metrics()
+        | state
+    )
 
 
 def _pairs(

@@ -171,9 +171,11 @@ def _combined(
     before: dict[str, Any], latest: dict[str, Any], measured: Measurement, first: Result
 ) -> dict[str, Any]:
     out = _overhead(before, latest)
-    state = _states(MachineState.from_metrics(before), MachineState.from_metrics(latest))
-    if state is not None:
-        out.update(state.to_metrics())
+    for key in (keys.MACHINE_STATE, keys.PROBE_MACHINE_STATE):
+        a, b = MachineState.from_metrics(before, key), MachineState.from_metrics(latest, key)
+        state = _states(a, b)
+        if state is not None:
+            out.update(state.to_metrics(key))
     probe = _probes(Probe.from_metrics(before), Probe.from_metrics(latest))
     if probe is not None:
         out.update(probe.to_metrics())
