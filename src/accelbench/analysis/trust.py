@@ -269,14 +269,17 @@ def _history_caveats(result: Result, earlier: Sequence[Result]) -> list[Caveat]:
 
 
 def _left_running(result: Result) -> list[Caveat]:
-    """Processes the model's code started that outlived its worker (engine/reaper)."""
+    """Processes started in the worker that outlived it (engine/reaper): the model's code, or
+    a library it or a lever called (torch.compile's compile workers, on the H200, used a core
+    while the samples ran)."""
     left = [str(x) for x in result.metrics.get(LEFT_RUNNING) or ()]
     if not left:
         return []
     return [
         Caveat(
             "left running",
-            f"the model's code left {len(left)} process(es) running after its worker ended "
+            f"{len(left)} process(es) started in the worker (by the model's code or a library "
+            f"it or a lever called, such as torch.compile's compile workers) outlived it "
             f"({', '.join(left[:3])}): they were stopped; anything they did while the samples "
             "ran used the machine too",
         )
