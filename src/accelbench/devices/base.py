@@ -137,6 +137,10 @@ class Device:
     details: tuple[tuple[str, str], ...] = ()  # extra facts worth showing, e.g. capability
     index: int = 0
     backend: DeviceBackend = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    # The host's cores this process may run on (its CPU affinity), where the device is the
+    # host; 0 elsewhere or where the OS does not say. The threads lever's search values come
+    # from it, so tests give a device of their own instead of reading this machine's.
+    cores: int = 0
 
     @property
     def caveat(self) -> str:
@@ -357,6 +361,7 @@ class DeviceBackend:
         total_memory: int | None,
         dtypes: DtypeSupport,
         details: tuple[tuple[str, str], ...],
+        cores: int = 0,
     ) -> Device:
         """A Device of this kind that is here, named as its kind names devices."""
         return Device(
@@ -370,6 +375,7 @@ class DeviceBackend:
             details=details,
             index=index,
             backend=self,
+            cores=cores,
         )
 
     def unavailable(self, reason: str) -> Device:

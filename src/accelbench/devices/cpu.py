@@ -17,6 +17,7 @@ from .host import (
     peak_rss_resettable,
     physical_memory,
     proc_status_bytes,
+    usable_cores,
 )
 from .kinds import HOST_DEVICE
 from .power import PowerMeter, PowermetricsPower, RaplPower
@@ -69,6 +70,7 @@ class CpuBackend(DeviceBackend):
                 emulated=tuple(name for name, has in native.items() if not has),
             ),
             details=details,
+            cores=usable_cores(),
         )
         return [device]
 

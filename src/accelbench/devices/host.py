@@ -20,6 +20,7 @@ __all__ = [
     "peak_rss_resettable",
     "physical_memory",
     "proc_status_bytes",
+    "usable_cores",
 ]
 
 
@@ -64,6 +65,16 @@ def cpu_has_native_fp16() -> bool:
     if platform.machine() in ("arm64", "aarch64"):
         return "fphp" in _cpu_flags() or sys.platform == "darwin"
     return bool(_cpu_flags() & {"avx512_fp16", "amx_fp16"})
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on: its affinity where the OS has one (a container
+    or `taskset` narrows it), else every core the OS counts; 0 where it does not say."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    if affinity is not None:
+        with contextlib.suppress(OSError):
+            return len(affinity(0))
+    return os.cpu_count() or 0
 
 
 def physical_memory() -> int | None:
