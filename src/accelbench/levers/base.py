@@ -134,6 +134,9 @@ class Lever:
     # words ("host", "memory bandwidth", "compute"): the search tries them first where the
     # baseline is bound by one of them.
     relieves: tuple[str, ...] = ()
+    # A setting of the host rather than an optimization of the model (the thread count): the
+    # plain configuration an optimized one is measured against keeps it (`registry.eager`).
+    kept_by_eager = False
 
     def __init__(self) -> None:
         self.title = self.title or self.name

@@ -102,7 +102,7 @@ def eager(spec: RunSpec) -> RunSpec:
     lever the optimization ladder tries at its default (threads and processes are kept)."""
     plain = replace(spec, precision="fp32", backend=DEFAULT_BACKEND)
     for lever in all_levers():
-        if lever.ladder_groups:
+        if lever.ladder_groups and not lever.kept_by_eager:
             plain = lever.assign(plain, lever.default)
     return plain
 

@@ -1,14 +1,21 @@
-"""The number of CPU threads PyTorch (or ONNX Runtime) uses for intra-op parallelism."""
+"""The number of CPU threads PyTorch (or ONNX Runtime) uses for intra-op parallelism.
+
+On the CPU the optimization search tries one thread, half and all of the cores this process may
+use (`Device.cores`, the host's affinity): PyTorch's own choice (its physical cores) can lose
+to fewer threads where the cores are shared or the step too small to split, by 3x on a
+2-core VM for a small CNN (issue 27).
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from ..core.result import RunSpec, Value
-from .base import Lever, Prepared, register
+from .base import Lever, Prepared, Variant, register
 
 if TYPE_CHECKING:
     from ..devices import Device
+    from ..workloads import Workload
 
 
 MOST = 10**9  # no count accelbench takes is larger; SQLite's integers end at 2**63
@@ -37,6 +44,8 @@ class Threads(Lever):
     default = 0  # PyTorch's own choice
     stage = 0  # before anything runs on the CPU
     torch_only = False  # ONNX Runtime's sessions take it too
+    searched = True  # on the CPU: see `variants`
+    kept_by_eager = True  # a setting of the host, not an optimization of the model
 
     def parse(self, word: str) -> Value:
         return positive_count(word)
@@ -61,3 +70,21 @@ class Threads(Lever):
 
     def code(self, spec: RunSpec, device: Device) -> list[str]:
         return [f"torch.set_num_threads({self.value(spec)})"]
+
+    # --- the search: 1, half and all of the usable cores, on the CPU only
+    def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
+        if self.not_tried(self.name, base, device, workload):
+            return []
+        counts = sorted({1, max(1, device.cores // 2), device.cores})
+        return [Variant(self.label(n), self.assign(base, n), self.name) for n in counts]
+
+    def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
+        if not device.is_host:
+            return f"PyTorch's CPU threads only feed {device.name}, which runs the model"
+        if self.active(base):
+            return f"the thread count is fixed at {self.value(base)} for this search"
+        if device.cores < 1:
+            return "the OS does not say how many cores this process may use"
+        if device.cores == 1:
+            return "this process may use one core: there is no other thread count to try"
+        return ""
