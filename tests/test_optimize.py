@@ -113,15 +113,21 @@ def test_cli_optimize_runs_the_ladder_stores_it_and_recommends(tmp_path):
     # fp16 and bf16 come in the order of their cost on this host's CPU (an emulated precision
     # last): the test does not depend on which this CPU emulates
     names = list(variants)
-    assert names[0] == "fp32 eager" and names[-1] == "int8 (onnxruntime-cpu)"
-    assert sorted(names[1:3]) == ["bf16", "fp16"] and len(names) == 4
+    # int8 asked for brings ONNX Runtime's fp32, the switch it is judged against
+    ort = ["onnxruntime-cpu fp32", "onnxruntime-cpu int8"]
+    assert names[0] == "fp32 eager" and names[-2:] == ort
+    assert sorted(names[1:3]) == ["bf16", "fp16"] and len(names) == 5
     assert all(v["status"] == "ok" for v in variants.values()), variants
-    for name in ("fp16", "bf16", "int8 (onnxruntime-cpu)"):
+    for name in ("fp16", "bf16", ort[1]):
         assert variants[name]["drift"]["max_rel_error"] > 0  # lower precision differs
         assert variants[name]["speedup"]["ratio"] > 0
+    assert variants[ort[1]]["over"] == ort[0] and variants[ort[1]]["speedup_over"]["ratio"] > 0
     assert report["recommended"] in variants
+    factors = [f["speedup"]["ratio"] for f in report["recommended_path"]]
+    if report["recommended"] != "fp32 eager":  # the factors multiply to the speedup
+        assert np.prod(factors) == pytest.approx(report["recommended_speedup"]["ratio"])
     listed = run_cli("results", "--sweep", report["sweep"], "--db", db, "--json")
-    assert len(json.loads(listed.stdout)) == 4
+    assert len(json.loads(listed.stdout)) == 5
     html = tmp_path / "r.html"
     assert run_cli("report", "--out", str(html), "--db", db).returncode == 0
     assert "accelbench optimize: speedup and drift per variant" in html.read_text()
@@ -133,7 +139,7 @@ def test_cli_optimize_runs_the_ladder_stores_it_and_recommends(tmp_path):
         (["--tolerance", "abc"], "'abc' is not a number"),
         (["--tolerance", "-1"], "above 0"),
         (["--device", "tpu"], "tpu"),
-        (["--levers", "magic"], "valid: precision, int8, channels_last"),
+        (["--levers", "magic"], "valid: precision, backend, int8, channels_last"),
         (["--budget", "0"], "--budget"),
         (["--budget", "soon"], "--budget"),
     ],

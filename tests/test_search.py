@@ -11,7 +11,7 @@ from accelbench.core.result import Result
 from accelbench.core.stats import Measurement
 from accelbench.engine.rounds import merge
 from accelbench.engine.runner import make_spec
-from accelbench.levers import label, ladder_groups
+from accelbench.levers import find_lever, label, ladder_groups
 from accelbench.workflows.optimize import Tolerance, assess, recommend
 from accelbench.workflows.search import Budget, Search
 from accelbench.workloads import get_workload
@@ -26,6 +26,7 @@ GPU = devices.Device(
 )
 SEED, RESNET = get_workload("seed-cnn"), get_workload("resnet50")
 CLOSE = {"max_rel_error": 0.001, "top1_agreement": 1.0}
+INT8 = {"max_rel_error": 0.02, "top1_agreement": 0.99}  # quantization costs some accuracy
 
 
 def _result(spec, rate, seed, spread=0.01):
@@ -34,7 +35,8 @@ def _result(spec, rate, seed, spread=0.01):
     rng = np.random.default_rng(seed)
     seconds = spec.batch_size * spec.steps_per_block / rate * (1 + spread * rng.standard_normal())
     samples = tuple(seconds * (1 + 0.01 * rng.standard_normal(12)))
-    drift = {} if spec.precision == "fp32" and not spec.levers else {"drift": CLOSE}
+    plain = spec.precision == "fp32" and not spec.levers and spec.backend == "torch"
+    drift = {} if plain else {"drift": INT8 if spec.precision == "int8" else CLOSE}
     result = Result(spec=spec, status="ok", measurement=Measurement(samples), metrics=drift)
     return merge(None, result, seed)
 
@@ -326,3 +328,164 @@ def test_a_close_gain_gets_more_processes_and_a_close_loss_does_not():
     assert not any("cudnn" in name for name in raced)  # a loss is not worth a process
     tf32 = next(t for t in outcome.trials if t.rung.name == "tf32")
     assert 1 < tf32.result.measurement.processes <= 4
+
+
+# --- a backend switch is a variant of its own; int8 is judged against it; threads on the CPU
+# The host's facts injected: no test reads this machine's cores or instruction set.
+HOST = replace(
+    GPU, name="cpu", kind="cpu", backend=devices.BACKENDS["cpu"], cores=6,
+    dtypes=devices.DtypeSupport(fp16=True, bf16=True, tf32=False),
+)  # fmt: skip
+ORT_FP32, ORT_INT8 = "onnxruntime-cpu fp32", "onnxruntime-cpu int8"
+
+
+def _users_cnn_on_a_2_core_vm(spec):
+    """The user's CNN of issue 27: ONNX Runtime fp32 6.70x, int8 on it 10.23x, one thread 3x."""
+    if spec.backend == "onnxruntime-cpu":
+        return 1023.0 if spec.precision == "int8" else 670.0
+    if spec.lever("channels_last", False):
+        return None
+    rate = 300.0 if spec.lever("threads", 0) == 1 else 100.0
+    return rate * (0.9 if spec.precision != "fp32" else 1.0)
+
+
+def _cpu_search(rate, groups, check=lambda spec: None, device=HOST, budget=1e9):
+    bench = FakeBench(rate)
+    search = Search(
+        make_spec(SEED, device, mode="infer"), device, SEED, groups, Tolerance(), bench.measure,
+        check, Budget(budget, bench.clock), more=bench.more,
+    )  # fmt: skip
+    outcome = search.run()
+    trials = outcome.trials
+    at = {id(t): i for i, t in enumerate(trials)}
+    references = [at.get(id(t.parent)) if t.parent is not None else None for t in trials]
+    verdicts = assess([t.rung for t in trials], [t.result for t in trials], Tolerance(),
+                      references)  # fmt: skip
+    return outcome, verdicts, bench
+
+
+def test_int8_is_judged_against_onnxruntime_fp32_and_the_path_multiplies_to_the_total():
+    from accelbench.workflows.optimize import gain_path, gain_text
+
+    outcome, verdicts, _ = _cpu_search(_users_cnn_on_a_2_core_vm, ("backend", "int8"))
+    by_name = {v.rung.name: v for v in verdicts}
+    assert list(by_name) == ["fp32 eager", ORT_FP32, ORT_INT8]  # the switch is a variant
+    fp32, int8 = by_name[ORT_FP32], by_name[ORT_INT8]
+    assert fp32.speedup.ratio == pytest.approx(6.70, rel=0.03) and fp32.step is None
+    assert verdicts[int8.reference] is fp32  # int8's own gain is over ONNX Runtime's fp32
+    assert int8.step.ratio == pytest.approx(1023 / 670, rel=0.03) and int8.step.low > 1
+    assert int8.speedup.ratio == pytest.approx(10.23, rel=0.03)  # the table's figure stays
+    chosen = recommend(verdicts)
+    assert chosen is int8
+    factors = gain_path(verdicts, chosen)
+    assert [(f.adds, f.over) for f in factors] == [
+        (ORT_FP32, "fp32 eager"), ("int8", ORT_FP32),
+    ]  # fmt: skip
+    product = factors[0].speedup.ratio * factors[1].speedup.ratio
+    assert product == pytest.approx(chosen.speedup.ratio, rel=1e-9)
+    text = gain_text(factors, chosen.speedup)
+    assert text == (
+        f"{ORT_FP32} {factors[0].speedup.ratio:.2f}x, then int8 "
+        f"{factors[1].speedup.ratio:.2f}x = {chosen.speedup.ratio:.2f}x over fp32 eager"
+    )
+    said = "\n".join(outcome.path())
+    assert f"{ORT_INT8} (alone): pays over {ORT_FP32}: 1.5" in said
+    assert f"max rel. error 0.02 against {ORT_FP32}'s 0.001" in said  # its accuracy cost
+
+
+def test_int8_no_faster_than_onnxruntime_fp32_leaves_fp32_the_recommendation():
+    def rate(spec):
+        return 670.0 if spec.backend != "torch" else 100.0  # int8 gains nothing on the switch
+
+    _, verdicts, _ = _cpu_search(rate, ("int8",))  # int8 alone asked: its reference runs too
+    names = [v.rung.name for v in verdicts]
+    assert names == ["fp32 eager", ORT_FP32, ORT_INT8]
+    int8 = verdicts[2]
+    assert int8.speedup.low > 1 and not int8.step.significant  # 6.7x over eager, ~1x its own
+    assert int8.note.startswith(f"does not pay over {ORT_FP32}")
+    assert recommend(verdicts).rung.name == ORT_FP32
+
+
+def test_the_thread_count_is_tried_on_the_cpu_from_the_injected_core_count():
+    outcome, verdicts, bench = _cpu_search(_users_cnn_on_a_2_core_vm, ("threads", "precision"))
+    threads = [t.rung.name for t in outcome.trials if t.rung.group == "threads"]
+    assert threads == ["1 thread", "3 threads", "6 threads"]  # 1, half, all of 6 cores
+    one = next(v for v in verdicts if v.rung.name == "1 thread")
+    assert one.speedup.ratio == pytest.approx(3.0, rel=0.03)
+    assert recommend(verdicts).rung.name == "1 thread"
+    assert "the stack starts from 1 thread, the fastest alone" in "\n".join(outcome.path())
+    two = replace(HOST, cores=2)
+    assert [v.name for v in find_lever("threads").variants(bench.specs[0], two, SEED)] == [
+        "1 thread", "2 threads",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("device", "reason"),
+    [
+        (GPU, "PyTorch's CPU threads only feed cuda:0, which runs the model"),
+        (replace(HOST, cores=1), "one core: there is no other thread count to try"),
+        (replace(HOST, cores=0), "the OS does not say how many cores"),
+    ],
+)
+def test_the_thread_count_not_tried_says_why(device, reason):
+    from accelbench.workflows.optimize import levers_not_tried
+
+    base = make_spec(SEED, device, mode="infer")
+    assert reason in levers_not_tried(base, device, SEED, ("threads",))["threads"]
+    assert not find_lever("threads").variants(base, device, SEED)
+
+
+def test_every_lever_not_tried_is_listed_with_its_reason():
+    missing = "onnxruntime is not installed: pip install 'accelbench[export]'"
+
+    def check(spec):
+        return missing if spec.backend != "torch" else None
+
+    outcome, _, _ = _cpu_search(
+        _users_cnn_on_a_2_core_vm, ("backend", "int8", "compile", "autotune", "threads"), check
+    )
+    skipped = dict(outcome.not_tried)
+    assert skipped[ORT_FP32] == skipped[ORT_INT8] == f"cannot run here: {missing}"
+    # max-autotune is an alternative on a stack with torch.compile, which did not pay here
+    assert skipped["autotune"] == "tried only on a stack with torch.compile, and none reached it"
+    # a budget that ends after fp32 eager: every lever left says so
+    outcome, _, _ = _cpu_search(_users_cnn_on_a_2_core_vm, ("threads", "int8"), budget=30.0)
+    assert {why for _, why in outcome.not_tried} == {"budget: the search's time was used up"}
+    assert {name for name, _ in outcome.not_tried} >= {"1 thread", ORT_FP32}
+
+
+def test_a_backend_switch_is_named_by_its_backend_in_a_stack():
+    from accelbench.workflows.optimize import stack_name
+
+    base = make_spec(SEED, HOST, mode="infer")
+    ort = replace(base, backend="onnxruntime-cpu")
+    assert stack_name(ort, base) == ORT_FP32
+    assert stack_name(replace(ort, precision="int8"), ort) == "int8"
+    assert stack_name(replace(base, precision="bf16"), base) == "bf16"
+
+
+def test_the_console_and_json_say_the_same_factors():
+    from accelbench.cli.optimize import _report
+    from accelbench.engine.measure import StopRule
+    from accelbench.render.console import optimize_table
+    from accelbench.workflows.optimize_plan import Ladder, Searched
+    from accelbench.workloads import WorkloadRef
+
+    outcome, verdicts, bench = _cpu_search(_users_cnn_on_a_2_core_vm, ("backend", "int8"))
+    searched, chosen = Searched(outcome, verdicts), recommend(verdicts)
+    ladder = Ladder(
+        WorkloadRef("seed-cnn"), SEED, HOST, bench.specs[0], ("backend", "int8"), StopRule(),
+        Tolerance(), 60.0, 1e9, {"autotune": "opt-in: tried only when --levers names it"},
+    )  # fmt: skip
+    report = _report(searched, chosen, ladder, "o.db")
+    gain = report["recommended_gain"]
+    assert gain.startswith(f"{ORT_FP32} 6.") and gain.endswith("x over fp32 eager")
+    assert [p["adds"] for p in report["recommended_path"]] == [ORT_FP32, "int8"]
+    int8 = report["variants"][2]
+    assert int8["over"] == ORT_FP32 and int8["speedup_over"]["ratio"] > 1.4
+    assert report["variants"][1]["over"] == "fp32 eager"
+    shown = " ".join(optimize_table(searched, chosen, ladder, width=200).split())
+    assert f"recommendation: {ORT_INT8}, " in shown
+    assert f"where the gain comes from: {gain}" in shown
+    assert "not tried: autotune: opt-in: tried only when --levers names it" in shown

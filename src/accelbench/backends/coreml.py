@@ -42,7 +42,7 @@ from ..core.vocab import COREML as BACKEND
 from ..devices import Device, HostTimer, MemoryReading, Timer
 from ..errors import one_line, require
 from ..exporters.coreml import COMPUTE_UNITS, convert
-from ..levers import active_levers
+from ..levers import Variant, active_levers
 from ..workloads import Workload
 from .base import Backend, Runnable, register
 
@@ -259,6 +259,20 @@ class CoreML(Backend):
 
     def build(self, spec: RunSpec, workload: Workload, device: Device, seed: int = 0) -> Runnable:
         return build_model(spec, workload, device)
+
+    def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
+        """On the Mac's device (where Core ML rows are filed): the switch to Core ML in fp32
+        with every compute unit allowed, a variant of its own, and fp16 compute judged against
+        it, so that the switch's gain is not credited to fp16. Both alone only."""
+        if base.mode != "infer" or not device.hosts_coreml:
+            return []
+        backend = backend_name(COMPUTE_UNITS[0])  # ALL: Core ML places each operator
+        fp32 = replace(base, precision="fp32", backend=backend)
+        fp16 = replace(fp32, precision="fp16")
+        return [
+            Variant(f"{backend} fp32", fp32, "backend", late=True),
+            Variant(f"{backend} fp16", fp16, "backend", late=True, over=fp32),
+        ]
 
     def code(self, spec: RunSpec, device: Device) -> list[str]:
         units = units_of(spec.backend) or "ALL"

@@ -283,15 +283,22 @@ class OnnxRuntime(Backend):
         return session_code(spec, provider_of(spec.backend, device) or spec.backend)
 
     def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
+        """The switch to ONNX Runtime in fp32, a variant of its own, and int8 on the same
+        provider judged against it: the switch's gain (its fused kernels, its thread pool) is
+        not int8's. Both alone only: PyTorch's levers do not apply to a session."""
         if base.mode != "infer":
             return []
-        # A provider of the device with int8 kernels runs it (TensorRT on NVIDIA), else its
+        # A provider of the device with int8 kernels runs them (TensorRT on NVIDIA), else its
         # first provider, which says why it cannot.
         providers = device.onnxruntime_providers
         int8 = [p for p in providers if p in INT8_PROVIDERS] or list(providers) or ["none"]
         backend = backend_name(int8[0])
-        spec = replace(base, precision="int8", backend=backend)
-        return [Variant(f"int8 ({backend})", spec, "int8", late=True)]
+        fp32 = replace(base, precision="fp32", backend=backend)
+        quantized = replace(fp32, precision="int8")
+        return [
+            Variant(f"{backend} fp32", fp32, "backend", late=True),
+            Variant(f"{backend} int8", quantized, "int8", late=True, over=fp32),
+        ]
 
 
 def session_code(spec: RunSpec, provider: str) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.vocab import MODES
 from .options import (
@@ -22,7 +22,8 @@ from .options import (
 from .output import db_path, emit_json, width
 
 if TYPE_CHECKING:
-    from ..workflows.optimize_plan import OptimizeRequest
+    from ..workflows.optimize import Assessment
+    from ..workflows.optimize_plan import Ladder, OptimizeRequest, Searched
 
 
 def add_parser(commands: Commands) -> None:
@@ -33,15 +34,18 @@ def add_parser(commands: Commands) -> None:
         help="search the optimizations that apply, measure speedup and drift, recommend one",
         description="The optimization search: fp32 eager; each lever alone (tf32, fp16, bf16, "
         "channels_last, torch.compile, CUDA graphs, cudnn.benchmark, a foreach or fused "
-        "optimizer; for inference also int8 through ONNX Runtime and pruning; for generate "
-        "a static KV cache with a compiled decode step, and the attention); then a stack "
+        "optimizer, on the CPU the thread count; for inference also a backend switch, ONNX "
+        "Runtime fp32 (Core ML on the Mac), int8 on it judged against it, and pruning; for "
+        "generate a static KV cache with a compiled decode step, and the attention); then a "
+        "stack "
         "built from what paid, each further lever kept only if it beats the stack beyond "
         "noise; then the stack's alternatives (other precisions, compile modes); then a larger "
         "batch, offered but never recommended. Each variant runs in its own process with its "
         "speedup over fp32 eager (bootstrap 95% CI) and its drift from the fp32 model on the "
         "same inputs; a variant that fails is reported as not applying and left out of later "
-        "stacks. Recommends the fastest variant within the tolerance, and prints the path the "
-        "search took. Exit code 0 when fp32 eager ran, 1 when it failed, 2 for bad input.",
+        "stacks. Recommends the fastest variant within the tolerance, with the factors its "
+        "gain is made of, prints the path the search took, and lists each lever not tried "
+        "with the reason. Exit code 0 when fp32 eager ran, 1 when it failed, 2 for bad input.",
     )
     optimize.add_argument("workload", nargs="?", help="a workload name (or use --model)")
     add_model_options(optimize.add_argument_group("your own model"))
@@ -146,32 +150,44 @@ def handle(args: argparse.Namespace) -> int:
     ladder = plan_ladder(request_from(args))
     with Store(db_path(args)) as store:
         searched = run_ladder(ladder, store, quiet=args.quiet)
-    verdicts, outcome = searched.verdicts, searched.outcome
+    verdicts = searched.verdicts
     chosen = recommend(verdicts)
     if args.json:
-        emit_json(
-            {
-                "db": str(store.path),
-                "sweep": ladder.id,
-                "tolerance": vars(ladder.tolerance),
-                "budget_s": ladder.budget,
-                "wall_s": outcome.wall_s,
-                "variants": [
-                    {
-                        **v.to_dict(),
-                        "phase": t.phase,
-                        "why": t.why,
-                        "outcome": t.outcome,
-                        "wall_s": t.wall_s,
-                    }
-                    for v, t in zip(verdicts, outcome.trials, strict=True)
-                ],
-                "path": outcome.path(),
-                "not_tried": {**ladder.not_tried, **dict(outcome.not_tried)},
-                "recommended": chosen.rung.name,
-            }
-        )
+        emit_json(_report(searched, chosen, ladder, str(store.path)))
     else:
         print(optimize_table(searched, chosen, ladder, width=width()), end="")
     # A variant that fails is a finding of the search; only a failed baseline is a failure.
     return 0 if verdicts and verdicts[0].result.measurement is not None else 1
+
+
+def _report(searched: Searched, chosen: Assessment, ladder: Ladder, db: str) -> dict[str, Any]:
+    """The search as --json shows it: the console's variants, path, not-tried list and
+    recommendation, with the factors of the recommendation's gain."""
+    from ..workflows.optimize import gain_path, gain_text
+
+    verdicts, outcome = searched.verdicts, searched.outcome
+    names = [v.rung.name for v in verdicts]
+    factors = gain_path(verdicts, chosen)
+    return {
+        "db": db,
+        "sweep": ladder.id,
+        "tolerance": vars(ladder.tolerance),
+        "budget_s": ladder.budget,
+        "wall_s": outcome.wall_s,
+        "variants": [
+            {
+                **v.to_dict(names),
+                "phase": t.phase,
+                "why": t.why,
+                "outcome": t.outcome,
+                "wall_s": t.wall_s,
+            }
+            for v, t in zip(verdicts, outcome.trials, strict=True)
+        ],
+        "path": outcome.path(),
+        "not_tried": {**ladder.not_tried, **dict(outcome.not_tried)},
+        "recommended": chosen.rung.name,
+        "recommended_speedup": chosen.speedup.to_dict() if chosen.speedup else None,
+        "recommended_gain": gain_text(factors, chosen.speedup),
+        "recommended_path": [f.to_dict() for f in factors],
+    }

@@ -88,7 +88,10 @@ class Variant:
     `group` is the name `optimize --levers` selects it by (usually the lever's); a `late`
     variant is measured alone only (the inference-only levers, which do not stack). `cost` is
     its expected wall time against the configuration it is made from: above 1, the search
-    first checks that its budget has room for it (max-autotune tunes for minutes)."""
+    first checks that its budget has room for it (max-autotune tunes for minutes). `over` is
+    the configuration its own gain and accuracy cost are judged against, where that is not the
+    one it is made from: int8 on ONNX Runtime against ONNX Runtime's fp32, so that int8 is not
+    credited with what the backend switch gained; the search measures that one first."""
 
     name: str
     spec: RunSpec
@@ -96,6 +99,7 @@ class Variant:
     late: bool = False
     cost: float = 1.0
     costly: str = ""  # why its cost is above 1, for the search's "not tried: budget"
+    over: RunSpec | None = None
 
 
 class Lever:

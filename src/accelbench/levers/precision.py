@@ -108,12 +108,13 @@ class Precision(Lever):
             )
         return ""
 
-    # --- the search: each low precision alone, the best of them stacked; int8 is the ONNX
-    # Runtime backend's variant (PyTorch runs no int8 kernels here), named here so that
-    # `optimize --levers` lists it without importing the backends.
+    # --- the search: each low precision alone, the best of them stacked. A backend switch
+    # (ONNX Runtime fp32; Core ML on the Mac) and int8 on it, judged against that switch, are
+    # the backends' variants (PyTorch runs no int8 kernels here), named here so that
+    # `optimize --levers` lists them without importing the backends.
     @property
     def ladder_groups(self) -> tuple[str, ...]:
-        return ("precision", "int8")
+        return ("precision", "backend", "int8")
 
     def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
         return [self._variant(base, p, device) for p in low_precisions(device)]
@@ -140,7 +141,7 @@ class Precision(Lever):
         return ""
 
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
-        if group == "int8":
+        if group in ("backend", "int8"):
             inference = base.mode == "infer"
             return "" if inference else f"an inference lever; the search is for {base.mode}"
         return "" if low_precisions(device) else f"{device.name} runs fp32 only"

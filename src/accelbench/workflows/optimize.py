@@ -1,6 +1,8 @@
-"""Judging the optimization search's variants: each against fp32 eager, its drift against the
-tolerance, a note where it did not pay, and the fastest variant within tolerance as the
-recommendation. The search itself (what is measured, in which order) is `search`.
+"""Judging the optimization search's variants: each against fp32 eager and against what it
+was tried on (a stack, or a reference of its own: int8 against ONNX Runtime's fp32), its drift
+against the tolerance, a note where it did not pay, the fastest variant within tolerance as the
+recommendation, and the factors its gain is made of. The search itself (what is measured, in
+which order) is `search`.
 
 Each variant is an ordinary configuration (a RunSpec) run in its own worker, so a variant that
 crashes, runs out of memory or cannot apply ends as that row's status and the search goes on.
@@ -18,19 +20,24 @@ from ..core.metrics import DRIFT, Drift
 from ..core.result import Result, RunSpec
 from ..core.vocab import GENERATE
 from ..devices import Device
-from ..levers import active_levers, all_levers, label
+from ..levers import active_levers, all_levers, find_lever, label
 from ..workloads import Workload
 
 __all__ = [
     "Rung",
     "Tolerance",
     "Assessment",
+    "Factor",
     "assess",
+    "gain_path",
+    "gain_text",
     "levers_not_tried",
+    "opt_in_not_asked",
     "is_launch_bound",
     "no_gain_reason",
     "recommend",
     "settings_code",
+    "stack_name",
 ]
 
 BASELINE = "fp32 eager"
@@ -87,6 +94,16 @@ def levers_not_tried(
     return {group: why for group in groups if (why := reasons.get(group))}
 
 
+def opt_in_not_asked(groups: Sequence[str]) -> dict[str, str]:
+    """Each opt-in group (max-autotune's minutes, a larger batch) that `groups` leaves out."""
+    return {
+        group: "opt-in: tried only when --levers names it"
+        for lever in all_levers()
+        for group in lever.opt_in
+        if group not in groups
+    }
+
+
 @dataclass(frozen=True)
 class Assessment:
     """One rung measured: its speedup over fp32 eager, whether its drift is allowed, and what a
@@ -98,8 +115,14 @@ class Assessment:
     refused: str | None  # why the recommendation may not take it
     note: str
     baseline: bool = False  # fp32 eager itself, which every speedup is against
+    # What it was tried on where that is not fp32 eager (a stack; int8's ONNX Runtime fp32):
+    # its index among the assessments, and its gain over that one, which must be real too.
+    reference: int | None = None
+    step: Speedup | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, names: Sequence[str] = ()) -> dict[str, Any]:
+        """As --json shows it; `names`: every assessment's variant, to name its reference."""
+        over = names[self.reference] if self.reference is not None and names else None
         return {
             "variant": self.rung.name,
             "spec": label(self.result.spec),
@@ -107,6 +130,8 @@ class Assessment:
             "error": self.result.error,
             "samples_per_s": self.result.samples_per_second,
             "speedup": self.speedup.to_dict() if self.speedup else None,
+            "over": over or (None if self.baseline else BASELINE),
+            "speedup_over": self.step.to_dict() if self.step else None,
             "peak_memory": self.result.peak_memory,
             "drift": self.result.metrics.get(DRIFT),  # the stored record as it is
             "refused": self.refused,
@@ -115,13 +140,17 @@ class Assessment:
 
 
 def assess(
-    rungs: Sequence[Rung], results: Sequence[Result], tolerance: Tolerance
+    rungs: Sequence[Rung],
+    results: Sequence[Result],
+    tolerance: Tolerance,
+    references: Sequence[int | None] = (),
 ) -> list[Assessment]:
-    """Each rung against the first (fp32 eager)."""
+    """Each rung against the first (fp32 eager), and against its reference where it has one
+    (`references[i]`, an index into `rungs`; None or 0: fp32 eager)."""
     base = results[0]
     launch_bound = is_launch_bound(base)
     out = []
-    for rung, result in zip(rungs, results, strict=True):
+    for i, (rung, result) in enumerate(zip(rungs, results, strict=True)):
         if result.measurement is None:
             out.append(Assessment(rung, result, None, result.error or result.status, ""))
         elif result is base:
@@ -129,21 +158,75 @@ def assess(
         else:
             ratio = speedup(result, base, spread_from=base) if base.measurement else None
             refused = tolerance.breach(result.facts.drift)
-            out.append(Assessment(rung, result, ratio, refused, _note(rung, ratio, launch_bound)))
+            ref = references[i] if i < len(references) else None
+            step = _step(result, results[ref], base) if ref else None
+            note = _note(rung, step or ratio, launch_bound, rungs[ref].name if step and ref else "")
+            out.append(Assessment(rung, result, ratio, refused, note, False, ref or None, step))
     return out
 
 
+def _step(result: Result, reference: Result, base: Result) -> Speedup | None:
+    if reference.measurement is None or base.measurement is None:
+        return None
+    return speedup(result, reference, spread_from=base)
+
+
 def recommend(verdicts: Sequence[Assessment]) -> Assessment:
-    """The fastest variant within tolerance whose gain is real (its interval clears 1), offered
-    ones (a larger batch) aside; fp32 eager when none is."""
+    """The fastest variant within tolerance whose gain is real (its interval clears 1), over
+    fp32 eager and over what it was tried on (int8 must beat ONNX Runtime's fp32, a lever the
+    stack it joined), offered ones (a larger batch) aside; fp32 eager when none is."""
     paying = [
         v
         for v in verdicts[1:]
-        if v.speedup and v.refused is None and v.speedup.low > 1.0 and not v.rung.offered
+        if v.speedup
+        and v.refused is None
+        and v.speedup.low > 1.0
+        and (v.step is None or v.step.low > 1.0)
+        and not v.rung.offered
     ]
     if not paying:
         return verdicts[0]
     return max(paying, key=lambda v: v.speedup.ratio if v.speedup else 0.0)
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One factor of a variant's gain: what a step added, over what, and by how much."""
+
+    adds: str  # "onnxruntime-cpu fp32", then "int8"
+    over: str  # the variant it was measured against
+    speedup: Speedup
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"adds": self.adds, "over": self.over, "speedup": self.speedup.to_dict()}
+
+
+def gain_path(verdicts: Sequence[Assessment], chosen: Assessment) -> list[Factor]:
+    """Where `chosen`'s gain over fp32 eager comes from, first step first: each variant on the
+    way and its own gain over the one before ("onnxruntime-cpu fp32 6.70x, then int8 1.53x").
+    The factors multiply to its speedup: each is a ratio of the same per-process rates."""
+    factors: list[Factor] = []
+    v: Assessment | None = chosen
+    while v is not None and not v.baseline:
+        ref = verdicts[v.reference] if v.reference is not None else None
+        if ref is None or ref.baseline or v.step is None:
+            if v.speedup is not None:
+                factors.append(Factor(v.rung.name, BASELINE, v.speedup))
+            break
+        adds = stack_name(v.result.spec, ref.result.spec)
+        factors.append(Factor(adds if adds != BASELINE else v.rung.name, ref.rung.name, v.step))
+        v = ref
+    return factors[::-1]
+
+
+def gain_text(factors: Sequence[Factor], total: Speedup | None) -> str:
+    """The factors in words: "onnxruntime-cpu fp32 6.70x, then int8 1.53x = 10.23x over fp32
+    eager"; one factor alone is just itself."""
+    if not factors:
+        return ""
+    steps = ", then ".join(f"{f.adds} {f.speedup.ratio:.2f}x" for f in factors)
+    product = total.ratio if total is not None else 0.0
+    return f"{steps} = {product:.2f}x over {BASELINE}" if len(factors) > 1 else steps
 
 
 def is_launch_bound(base: Result) -> bool:
@@ -156,14 +239,16 @@ def _paid(ratio: Speedup | None) -> bool:
     return ratio is not None and ratio.significant and ratio.low > 1.0
 
 
-def _note(rung: Rung, ratio: Speedup | None, launch_bound: bool) -> str:
-    """Say plainly when a lever does not pay, and why when the reason is known."""
+def _note(rung: Rung, ratio: Speedup | None, launch_bound: bool, over: str = "") -> str:
+    """Say plainly when a lever does not pay (over `over`, its reference, where it has one),
+    and why when the reason is known."""
     if ratio is None or _paid(ratio):
         return ""
+    against = f" over {over}" if over else ""
     text = (
-        f"does not pay here ({ratio.text()})"
+        f"does not pay{against or ' here'} ({ratio.text()})"
         if not ratio.significant
-        else f"slower ({ratio.text()})"
+        else f"slower{' than ' + over if over else ''} ({ratio.text()})"
     )
     reason = no_gain_reason(rung, ratio, launch_bound)
     return f"{text}: {reason}" if reason else text
@@ -180,3 +265,15 @@ def no_gain_reason(rung: Rung, ratio: Speedup | None, launch_bound: bool) -> str
 def settings_code(spec: RunSpec, device: Device) -> list[str]:
     """The lines that apply this variant's settings in one's own code."""
     return code(spec, device) or ["# nothing to change: fp32 eager is the fastest within tolerance"]
+
+
+def stack_name(spec: RunSpec, base: RunSpec) -> str:
+    """A configuration named by what it changes from `base`, in the order it applies: "bf16 +
+    channels_last + compile"; another backend first, with its precision: "onnxruntime-cpu
+    int8"."""
+    parts = [f"{spec.backend} {spec.precision}"] if spec.backend != base.backend else []
+    for lever in sorted(all_levers(), key=lambda lever: lever.stage):
+        value = lever.value(spec)
+        if value != lever.value(base) and not (parts and lever is find_lever("precision")):
+            parts.append(spec.precision if lever.name == "precision" else lever.label(value))
+    return " + ".join(p for p in parts if p) or BASELINE

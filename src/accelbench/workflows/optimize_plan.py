@@ -31,7 +31,14 @@ from ..levers import default_groups
 from ..store.db import Store
 from ..workloads import Workload, WorkloadRef
 from ..workloads.llm import LanguageModel
-from .optimize import Assessment, Rung, Tolerance, assess, levers_not_tried
+from .optimize import (
+    Assessment,
+    Rung,
+    Tolerance,
+    assess,
+    levers_not_tried,
+    opt_in_not_asked,
+)
 from .search import Budget, Search, SearchOutcome
 
 __all__ = ["Ladder", "OptimizeRequest", "Searched", "plan_ladder", "run_ladder"]
@@ -117,6 +124,7 @@ def plan_ladder(request: OptimizeRequest) -> Ladder:
     if not request.budget > 0:
         raise UsageError(f"--budget must be a positive number of seconds, got {request.budget:g}")
     not_tried = levers_not_tried(base, device, workload, request.levers)
+    not_tried |= opt_in_not_asked(request.levers)
     return Ladder(
         request.workload,
         workload,
@@ -207,7 +215,11 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
         outcome = search.run()
         bar.update(task, completed=plan.budget)
     trials = outcome.trials
-    verdicts = assess([t.rung for t in trials], [t.result for t in trials], plan.tolerance)
+    at = {id(t): i for i, t in enumerate(trials)}
+    references = [at.get(id(t.parent)) if t.parent is not None else None for t in trials]
+    verdicts = assess(
+        [t.rung for t in trials], [t.result for t in trials], plan.tolerance, references
+    )
     return Searched(outcome, verdicts)
 
 

@@ -3,8 +3,10 @@
 1. fp32 eager, the baseline every speedup is against.
 2. Each lever's variants alone: first those that relieve what bounds the baseline (a static KV
    cache where a decode step is bound by the host), then the cheap ones, the costly (an
-   emulated precision, max-autotune) after them; late ones, such as int8 and pruning, last and
-   alone only: they do not stack.
+   emulated precision, max-autotune) after them; late ones, such as a backend switch (ONNX
+   Runtime fp32), int8 and pruning, last and alone only: they do not stack. A variant with a
+   reference of its own (`Variant.over`: int8 on ONNX Runtime) is judged against it, measured
+   first, so that its gain and accuracy cost are its own and not the backend switch's.
 3. A stack, from the variant that paid most alone (its speedup's 95% CI above 1, its drift
    within the tolerance). Each other lever is tried on it once, with its best variant alone,
    if it paid alone or is known to pay in combination (`Lever.pays_with`: channels_last with a
@@ -43,7 +45,7 @@ from ..core.vocab import GENERATE
 from ..devices import Device
 from ..levers import Lever, Variant, all_levers
 from ..workloads import Workload
-from .optimize import BASELINE, Rung, Tolerance
+from .optimize import BASELINE, Rung, Tolerance, stack_name
 
 __all__ = ["Budget", "Search", "SearchOutcome", "Trial", "failure_text", "stack_name"]
 
@@ -80,6 +82,9 @@ class Trial:
     wall_s: float
     outcome: str = ""
     budget_cut: bool = False  # stopped because the budget ran out, not by its own fault
+    # What its gain is judged against: fp32 eager for a variant alone, the stack it was tried
+    # on, or a reference of its own (int8 against ONNX Runtime's fp32); None for fp32 eager.
+    parent: Trial | None = None
 
     @property
     def measured(self) -> bool:
@@ -92,11 +97,14 @@ class SearchOutcome:
     not_tried: list[tuple[str, str]] = field(default_factory=list)  # (variant, why not)
     steps: list[Trial | str] = field(default_factory=list)  # what the search did, in order
     wall_s: float = 0.0
+    skipped_groups: set[str] = field(default_factory=set)  # the groups of variants not tried
 
-    def skip(self, name: str, why: str) -> None:
-        """`name` was not tried, for `why`: said once, however many paths reached it."""
+    def skip(self, name: str, why: str, group: str = "") -> None:
+        """`name` (of `group`) was not tried, for `why`: said once, however many paths reached
+        it."""
         if (name, why) not in self.not_tried:
             self.not_tried.append((name, why))
+        self.skipped_groups.add(group or name)
 
     @property
     def baseline(self) -> Trial | None:
@@ -179,26 +187,66 @@ class Search:
             if stack is not None:
                 stack = self._refine(stack, singles, base)
             self._offer(stack or base)
+        self._unreached(base)
         self.out.wall_s = self.budget.used()
         return self.out
 
-    def _alone(self, base: Trial) -> list[Trial]:
+    def _unreached(self, base: Trial | None) -> None:
+        """Each group asked for that applies here but was neither tried nor skipped, with the
+        reason (a group the lever says is left out here is the plan's `levers_not_tried`)."""
+        reached = {t.rung.group for t in self.out.trials} | self.out.skipped_groups
+        alone = {v.group for v in self._variants_alone()}
+        for lever in self._levers():
+            for group in lever.ladder_groups:
+                if group not in self.groups or group in reached:
+                    continue
+                if lever.not_tried(group, self.base, self.device, self.workload):
+                    continue
+                if base is None or not base.measured:
+                    why = "fp32 eager, the baseline, did not run: nothing to measure it against"
+                elif self.budget.left() <= 0:
+                    why = "budget: the search's time was used up"
+                elif group not in alone and not lever.offered:
+                    why = f"tried only on a stack with {lever.title}, and none reached it"
+                else:
+                    why = "no variant of it applies to this configuration"
+                self.out.skip(group, why)
+
+    def _variants_alone(self) -> list[Variant]:
+        """Every variant the levers asked for and the backends offer on fp32 eager."""
         variants = [
             v
             for lever in self._levers()
             if not lever.offered
             for v in lever.variants(self.base, self.device, self.workload)
         ]
-        variants += [
+        return variants + [
             v for b in all_backends() for v in b.variants(self.base, self.device, self.workload)
         ]
+
+    def _alone(self, base: Trial) -> list[Trial]:
+        variants = self._variants_alone()
         wanted = [v for v in variants if v.group in self.groups]
+        # a variant's own reference runs too (int8 asked for without the backend switch)
+        wanted += [v for v in variants if v not in wanted and any(w.over == v.spec for w in wanted)]
         relieving = self._relieving(base, {v.group for v in wanted})
         # what relieves the baseline's bound first, then the cheap, so that a tight budget
         # still sees the levers that matter and most others; the costly and late ones last
         wanted.sort(key=lambda v: (v.late, v.cost > 1.0, v.group not in relieving, v.cost))
-        trials = [self._try_variant(v, ALONE, "each lever alone", base) for v in wanted]
-        return [t for t in trials if t is not None]
+        trials: list[Trial] = []
+        for v in _references_first(wanted):
+            trial = self._try_variant(v, ALONE, "each lever alone", self._reference(v, base))
+            if trial is not None:
+                trials.append(trial)
+        return trials
+
+    def _reference(self, v: Variant, base: Trial) -> Trial:
+        """What `v` is judged against: its own reference where it has one and that ran, else
+        fp32 eager (int8 whose ONNX Runtime fp32 failed is still measured, against eager)."""
+        if v.over is None:
+            return base
+        own = next((t for t in self.out.trials if t.rung.spec == v.over), None)
+        return own if own is not None and own.measured else base
 
     def _relieving(self, base: Trial, offered: set[str]) -> set[str]:
         """Of the levers with variants `offered`, those that relieve what bounds the baseline's
@@ -258,7 +306,7 @@ class Search:
                     continue  # an opt-in group not asked for (max-autotune)
                 if v.name in failed | slower:
                     why = "it failed or drifted alone" if v.name in failed else "slower alone"
-                    self.out.skip(f"{v.name} on the stack", why)
+                    self.out.skip(f"{v.name} on the stack", why, v.group)
                     continue
                 name = stack_name(v.spec, self.base)
                 why = f"another {lever.title} on the finished stack"
@@ -422,14 +470,18 @@ class Search:
     ) -> Trial | None:
         reason = self.check(rung.spec)
         if reason:
-            self.out.skip(rung.name, f"cannot run here: {reason}")
+            self.out.skip(rung.name, f"cannot run here: {reason}", rung.group)
             return None
         left = self.budget.left()
         if cost > 1.0 and cost * ref.wall_s > left:
             expected = f"{cost * ref.wall_s:.0f} s" + (f" ({costly})" if costly else "")
-            self.out.skip(rung.name, f"budget: expected about {expected}, {left:.0f} s left")
+            self.out.skip(
+                rung.name, f"budget: expected about {expected}, {left:.0f} s left", rung.group
+            )
             return None
         trial = self._try(rung, phase, why)
+        if trial is not None and trial is not ref and trial.parent is None:
+            trial.parent = ref  # a configuration two paths reached keeps its first
         if trial is not None and trial.measured and ref.measured and trial is not ref:
             self._race(trial, ref)
         if trial is not None and phase == ALONE:
@@ -444,7 +496,7 @@ class Search:
             return done
         left = self.budget.left()
         if left <= 0:
-            self.out.skip(rung.name, "budget: the search's time was used up")
+            self.out.skip(rung.name, "budget: the search's time was used up", rung.group)
             return None
         self.on_start(rung.name)
         timeout = min(self.timeout, left)
@@ -460,20 +512,45 @@ class Search:
         self.out.steps.append(trial)
         return trial
 
-    def _alone_outcome(self, trial: Trial, base: Trial) -> str:
+    def _alone_outcome(self, trial: Trial, ref: Trial) -> str:
         if not trial.measured:
             return trial.outcome
         breach = self.tolerance.breach(trial.result.facts.drift)
         if breach:
             return f"outside the tolerance: {breach}"
-        gain = self._gain(trial, base)
+        gain = self._gain(trial, ref)
         if gain is None:
             return ""
+        own = ref is not self.reference  # judged against a reference of its own
+        over = f" over {ref.rung.name}" if own else ""
         if gain.low > 1.0:
-            return f"pays alone: {gain.text()}"
-        if gain.no_interval:  # no noise to be within: too few samples to tell anything
-            return f"undetermined: {gain.text()}"
-        return f"{'slower' if gain.high < 1.0 else 'within noise'}: {gain.text()}"
+            found = f"pays{over}: {gain.text()}" if own else f"pays alone: {gain.text()}"
+        elif gain.no_interval:  # no noise to be within: too few samples to tell anything
+            found = f"undetermined{over}: {gain.text()}"
+        else:
+            found = f"{'slower' if gain.high < 1.0 else 'within noise'}{over}: {gain.text()}"
+        return f"{found}{_accuracy_cost(trial, ref)}" if own else found
+
+
+def _references_first(variants: Sequence[Variant]) -> list[Variant]:
+    """`variants` in their order, each variant's own reference moved just before it."""
+    out: list[Variant] = []
+    for v in variants:
+        out += [r for r in variants if v.over is not None and r.spec == v.over and r not in out]
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def _accuracy_cost(trial: Trial, ref: Trial) -> str:
+    """What `trial` costs in accuracy beside its reference: both drifts from the fp32 model."""
+    mine, theirs = trial.result.facts.drift, ref.result.facts.drift
+    if mine is None or mine.max_rel_error is None:
+        return ""
+    text = f"; max rel. error {mine.max_rel_error:.2g}"
+    if theirs is not None and theirs.max_rel_error is not None:
+        text += f" against {ref.rung.name}'s {theirs.max_rel_error:.2g}"
+    return text
 
 
 def _merge(stack: RunSpec, variant: RunSpec, base: RunSpec) -> RunSpec:
@@ -483,13 +560,3 @@ def _merge(stack: RunSpec, variant: RunSpec, base: RunSpec) -> RunSpec:
         if value != lever.value(base):
             stack = lever.assign(stack, value)
     return stack
-
-
-def stack_name(spec: RunSpec, base: RunSpec) -> str:
-    """A stack named by its parts in the order they apply: "bf16 + channels_last + compile"."""
-    parts = []
-    for lever in sorted(all_levers(), key=lambda lever: lever.stage):
-        value = lever.value(spec)
-        if value != lever.value(base):
-            parts.append(spec.precision if lever.name == "precision" else lever.label(value))
-    return " + ".join(p for p in parts if p) or BASELINE

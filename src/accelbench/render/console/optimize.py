@@ -69,7 +69,7 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
     notes.append(_drift_words(ladder.tolerance, generates))
     if ladder.device.caveat:
         notes.append(ladder.device.caveat)
-    notes += _recommendation(chosen, verdicts[0], settings_code(chosen.result.spec, ladder.device))
+    notes += _recommendation(chosen, verdicts, settings_code(chosen.result.spec, ladder.device))
     notes += _offers(verdicts, chosen, ladder)
     return render_table(table, notes, width)
 
@@ -144,18 +144,26 @@ def _optimize_cells(v: Assessment, trial: Trial) -> list[str]:
     ]
 
 
-def _recommendation(chosen: Assessment, baseline: Assessment, code: list[str]) -> list[str]:
-    if baseline.result.measurement is None:
+def _recommendation(
+    chosen: Assessment, verdicts: Sequence[Assessment], code: list[str]
+) -> list[str]:
+    from ...workflows.optimize import gain_path, gain_text
+
+    if verdicts[0].result.measurement is None:
         return ["no recommendation: fp32 eager, the baseline, did not run"]
-    if chosen is baseline:
+    if chosen is verdicts[0]:
         head = "recommendation: stay with fp32 eager: no variant within tolerance is faster " + (
             "with its 95% CI above 1"
         )
-    else:
-        assert chosen.speedup is not None  # recommend() takes only variants with a speedup
-        head = f"recommendation: {chosen.rung.name}, {chosen.speedup.text()} over fp32 eager"
-        head += f" (accelbench configuration: {label(chosen.result.spec)})"
-    return [head, *(f"    {line}" for line in code)]
+        return [head, *(f"    {line}" for line in code)]
+    assert chosen.speedup is not None  # recommend() takes only variants with a speedup
+    head = f"recommendation: {chosen.rung.name}, {chosen.speedup.text()} over fp32 eager"
+    head += f" (accelbench configuration: {label(chosen.result.spec)})"
+    factors = gain_path(verdicts, chosen)
+    lines = [head]
+    if len(factors) > 1:  # one factor is the line above
+        lines.append(f"  where the gain comes from: {gain_text(factors, chosen.speedup)}")
+    return [*lines, *(f"    {line}" for line in code)]
 
 
 def _offers(verdicts: Sequence[Assessment], chosen: Assessment, ladder: Ladder) -> list[str]:
