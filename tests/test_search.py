@@ -397,13 +397,15 @@ def test_int8_no_faster_than_onnxruntime_fp32_leaves_fp32_the_recommendation():
     def rate(spec):
         return 670.0 if spec.backend != "torch" else 100.0  # int8 gains nothing on the switch
 
-    _, verdicts, _ = _cpu_search(rate, ("int8",))  # int8 alone asked: its reference runs too
+    outcome, verdicts, _ = _cpu_search(rate, ("int8",))  # int8 asked: its reference runs too
     names = [v.rung.name for v in verdicts]
     assert names == ["fp32 eager", ORT_FP32, ORT_INT8]
     int8 = verdicts[2]
     assert int8.speedup.low > 1 and not int8.step.significant  # 6.7x over eager, ~1x its own
     assert int8.note.startswith(f"does not pay over {ORT_FP32}")
     assert recommend(verdicts).rung.name == ORT_FP32
+    said = "\n".join(outcome.path())
+    assert f"({ORT_FP32}, {ORT_INT8}: measured alone only)" in said  # why there is no stack
 
 
 def test_the_thread_count_is_tried_on_the_cpu_from_the_injected_core_count():

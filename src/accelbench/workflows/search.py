@@ -273,7 +273,13 @@ class Search:
             key=lambda t: -self._gain(t, base).ratio,  # type: ignore[union-attr]
         )
         if not paid:
-            self.out.steps.append("no lever paid alone, so no stack was built")
+            alone = [t.rung.name for t in singles if t.rung.late and self._beats(t, base)]
+            self.out.steps.append(
+                "no lever that stacks paid alone, so no stack was built "
+                f"({', '.join(alone)}: measured alone only)"
+                if alone
+                else "no lever paid alone, so no stack was built"
+            )
             return None
         stack = paid[0]
         tried = {stack.rung.group}
@@ -516,12 +522,13 @@ class Search:
         if not trial.measured:
             return trial.outcome
         breach = self.tolerance.breach(trial.result.facts.drift)
-        if breach:
-            return f"outside the tolerance: {breach}"
         gain = self._gain(trial, ref)
+        own = ref is not self.reference  # judged against a reference of its own
+        if breach:
+            over = f" ({gain.text()} over {ref.rung.name})" if own and gain else ""
+            return f"outside the tolerance: {breach}{over}"
         if gain is None:
             return ""
-        own = ref is not self.reference  # judged against a reference of its own
         over = f" over {ref.rung.name}" if own else ""
         if gain.low > 1.0:
             found = f"pays{over}: {gain.text()}" if own else f"pays alone: {gain.text()}"
