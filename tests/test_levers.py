@@ -4,6 +4,7 @@ edited, appears in `run --help`, a sweep's configurations and labels, `compare -
 export/import and the optimize ladder."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -81,7 +82,7 @@ def test_a_broken_plugin_is_one_line_and_exit_2(tmp_path):
     broken = tmp_path / "broken.py"
     broken.write_text("raise RuntimeError('no')\n")
     out = run_cli("run", "--help", env={"ACCELBENCH_LEVERS": str(broken)})
-    assert out.returncode == 2 and "cannot load the lever plugin" in out.stderr
+    assert out.returncode == 2 and "cannot load the plugin" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
 
 
@@ -141,3 +142,33 @@ def test_a_lever_needs_a_name_and_an_option_of_its_own():
         with pytest.raises(ValueError, match=message):
             register(cls)
     assert "clash" not in [lever.name for lever in all_levers()]
+
+
+def _installed_toy(tmp_path: Path) -> dict[str, str]:
+    """The toy lever as an installed package declares it: a module in site's path and a
+    .dist-info folder whose entry_points.txt names it in the group accelbench.plugins."""
+    site = tmp_path / "site"
+    info = site / "toy_plugin-0.1.dist-info"
+    info.mkdir(parents=True)
+    (site / "toy_plugin.py").write_text(Path(__file__).with_name("toy_lever.py").read_text())
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[accelbench.plugins]\ntoy = toy_plugin\n")
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+
+
+def test_an_installed_package_s_lever_loads_in_the_command_and_its_workers(tmp_path):
+    env = _installed_toy(tmp_path)
+    assert "--toy-levels" in run_cli("run", "--help", env=env).stdout
+    db = tmp_path / "toy.db"
+    out = run_cli("run", "mlp", *RUN, "--toy-levels", "half", "--db", str(db), "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    (result,) = json.loads(out.stdout)["results"]
+    assert result["metrics"]["toy"] == {"level": "half"}  # applied in the worker
+
+
+def test_a_broken_installed_plugin_is_one_line_naming_its_entry_point(tmp_path):
+    env = _installed_toy(tmp_path)
+    (tmp_path / "site" / "toy_plugin.py").write_text("raise RuntimeError('no')\n")
+    out = run_cli("results", "--db", str(tmp_path / "none.db"), env=env)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert "entry point 'toy' in accelbench.plugins" in out.stderr and "RuntimeError" in out.stderr

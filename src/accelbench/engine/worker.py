@@ -36,7 +36,7 @@ from ..core.explanation import ProfileRequest
 from ..core.metrics import LEFT_RUNNING, Overhead
 from ..core.result import Result, RunSpec
 from ..errors import UsageError, WorkloadError
-from ..levers import PLUGINS
+from ..levers import NO_ENTRY_POINTS, PLUGINS
 from ..workloads import Workload, WorkloadRef, load_workload
 from ..workloads.described import WorkloadFacts, described
 from .dist import Launch
@@ -196,17 +196,19 @@ def _context() -> Any:
 def _start_server(context: Any) -> None:
     """Start this process's fork server the first time (and again should it have died).
 
-    It starts without $ACCELBENCH_LEVERS: plugin code is not ours to vouch for (it could start
-    a thread or touch a device at import, and a plugin that fails to load would take the server
-    down), and every worker loads the plugins its parent names now anyway."""
+    It starts without plugins ($ACCELBENCH_LEVERS, installed entry points): plugin code is not
+    ours to vouch for (it could start a thread or touch a device at import, and a plugin that
+    fails to load would take the server down), and every worker loads the plugins now anyway."""
     from multiprocessing import forkserver
 
     with _SERVER_LOCK:
         context.set_forkserver_preload(list(PRELOAD))
         plugins = os.environ.pop(PLUGINS, None)
+        os.environ[NO_ENTRY_POINTS] = "1"
         try:
             forkserver.ensure_running()  # a cheap check once it runs
         finally:
+            os.environ.pop(NO_ENTRY_POINTS, None)
             if plugins is not None:
                 os.environ[PLUGINS] = plugins
 
