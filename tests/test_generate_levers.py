@@ -184,8 +184,13 @@ def test_fp32_eager_generation_drifts_not_at_all(cpu, tiny):
     found = generation_drift(build_torch(_spec(), tiny, cpu))
     assert found["top1_agreement"] == 1.0 and found["max_rel_error"] == 0.0
     assert found["agreeing_prefix"] == 6.0 and found["samples"] == 2 * 6
+    # every step's logits compared (issue 27): none off, every position decisive
+    assert found["spread_error"] == 0.0 and found["compared_positions"] == 2 * 6
+    assert found["decisive_positions"] == 2 * 6 and found["decisive_agreement"] == 1.0
     low = generation_drift(build_torch(replace(_spec(), precision="bf16"), tiny, cpu))
     assert 0.0 < low["max_rel_error"] < 0.1  # bf16 weights: not the fp32 computation
+    assert 0.0 < low["spread_error"] < 0.1
+    assert Tolerance().breach(Drift.from_record(low)) is None
 
 
 def test_a_compiled_decode_on_a_static_cache_drifts_not_at_all(cpu, tiny):

@@ -19,14 +19,21 @@ import torch
 from torch import nn
 
 from ..analysis.bandwidth import kv_cache_bytes, mean_decode_length
-from ..analysis.drift import cached, compare_generations
+from ..analysis.drift import cached, compare_generations, kept_positions, logit_figures
 from ..core import metrics as keys
 from ..core.metrics import Generation
 from ..core.stats import Measurement
 from ..levers import Prepared
 from ..workloads.llm import KVLayout, LanguageModel, forward_with_cache
 
-__all__ = ["GenerationLog", "Phases", "generate_once", "generation_drift", "generation_step"]
+__all__ = [
+    "GenerationLog",
+    "KeptLogits",
+    "Phases",
+    "generate_once",
+    "generation_drift",
+    "generation_step",
+]
 
 Clock = Callable[[], float]
 
@@ -51,6 +58,7 @@ def generate_once(
     decode: Callable[..., Any] | None = None,
     forced: torch.Tensor | None = None,
     keep_logits: bool = False,
+    on_logits: Callable[[torch.Tensor], None] | None = None,
 ) -> Phases:
     """Greedy decoding of exactly `new_tokens` tokens after `prompt` (no end token stops it):
     the prefill makes the first, each decode step one more from the last logits' argmax. The
@@ -62,7 +70,7 @@ def generate_once(
     token ids (batch, new_tokens), each step is fed forced's token rather than its own last
     (teacher forcing, for drift: every prediction is made in the reference's context); the
     tokens returned are still its own predictions. The first logits are kept when forced or
-    `keep_logits`."""
+    `keep_logits`; `on_logits`, for drift, sees every step's (batch, vocabulary) logits."""
     position = torch.arange(prompt.shape[1], device=prompt.device)
     if cache is not None:
         cache.reset()
@@ -70,6 +78,8 @@ def generate_once(
     start = clock()
     logits, cache = forward_with_cache(model, prompt, cache, position)
     token = logits.argmax(dim=-1, keepdim=True)
+    if on_logits is not None:  # drift's generations, whose times are not kept
+        on_logits(logits)
     synchronize()
     before = clock()
     # a view would keep the whole prefill's logits alive (a model without logits_to_keep)
@@ -82,6 +92,8 @@ def generate_once(
         logits, cache = forward_with_cache(model, fed, cache, position, decode)
         token = logits.argmax(dim=-1, keepdim=True)
         made.append(token)
+        if on_logits is not None:
+            on_logits(logits)
         synchronize()
         now = clock()
         steps.append(now - before)
@@ -184,20 +196,54 @@ def generation_drift(prep: Prepared, seed: int = 0) -> dict[str, Any]:
     """This configuration's generation against fp32 eager's on the CPU, from the same weights
     and prompt (`build` seeds both with `seed`). Each step's prediction is compared in fp32's
     context (fed fp32's tokens): once one token differs, a free-running text goes another way,
-    and every later position would count as a difference the variant did not make. One free
-    generation too gives the leading tokens that agree, as information."""
+    and every later position would count as a difference the variant did not make. Its logits
+    at each step are compared with fp32's there (`compare_generations`). One free generation
+    too gives the leading tokens that agree, as information."""
     spec, workload = prep.spec, prep.workload
     assert isinstance(workload, LanguageModel) and spec.new_tokens and spec.prompt_length
     key = f"generate-b{spec.batch_size}-p{spec.prompt_length}-n{spec.new_tokens}-s{seed}"
     reference = cached(key, lambda: _reference_generation(workload, spec, seed))
-    forced = _generate(prep, reference["tokens"].to(prep.batch[0].device))
+    kept = KeptLogits(*reference["kept"].shape[:2])
+    forced = _generate(prep, reference["tokens"].to(prep.batch[0].device), on_logits=kept)
     free = _generate(prep, None)
     assert forced.first_logits is not None
-    return compare_generations(reference, forced.tokens, forced.first_logits, free.tokens)
+    return compare_generations(
+        reference, forced.tokens, forced.first_logits, free.tokens, kept.stacked()
+    )
+
+
+@dataclass
+class KeptLogits:
+    """What drift keeps of a generation's logits, step by step: those of the first `rows`
+    sequences at the first `steps` steps (`analysis.drift.kept_positions`) and, with
+    `figures` (the reference's), every position's spread and top token's lead."""
+
+    rows: int
+    steps: int
+    figures: bool = False
+    logits: list[torch.Tensor] = field(default_factory=list)
+    spread: list[torch.Tensor] = field(default_factory=list)
+    lead: list[torch.Tensor] = field(default_factory=list)
+
+    def __call__(self, logits: torch.Tensor) -> None:
+        if len(self.logits) < self.steps:
+            # a copy: a CUDA graph's replay writes its next logits into the same memory
+            self.logits.append(logits[: self.rows].to("cpu", torch.float32, copy=True))
+        if self.figures:
+            spread, lead = logit_figures(logits)
+            self.spread.append(spread.cpu())
+            self.lead.append(lead.cpu())
+
+    def stacked(self) -> torch.Tensor:
+        """The kept logits, (rows, steps, vocabulary)."""
+        return torch.stack(self.logits, dim=1)
 
 
 def _generate(
-    prep: Prepared, forced: torch.Tensor | None, clock: Clock = time.perf_counter
+    prep: Prepared,
+    forced: torch.Tensor | None,
+    clock: Clock = time.perf_counter,
+    on_logits: Callable[[torch.Tensor], None] | None = None,
 ) -> Phases:
     """One generation of the configuration `prep` holds, as its timed step runs it."""
     assert prep.spec.new_tokens
@@ -211,6 +257,7 @@ def _generate(
             cache=prep.kv_cache,
             decode=prep.decode,
             forced=forced,
+            on_logits=on_logits,
         )
 
 
@@ -219,10 +266,21 @@ def _reference_generation(workload: LanguageModel, spec: Any, seed: int) -> dict
     model = workload.build_model().eval()
     generator = torch.Generator().manual_seed(seed)
     prompt = workload.prompt(generator, spec.batch_size, spec.prompt_length)
+    kept = KeptLogits(
+        *kept_positions(spec.batch_size, spec.new_tokens, workload.vocab_size), figures=True
+    )
     with torch.inference_mode():
-        phases = generate_once(model, prompt, spec.new_tokens, lambda: None, keep_logits=True)
+        phases = generate_once(
+            model, prompt, spec.new_tokens, lambda: None, keep_logits=True, on_logits=kept
+        )
     assert phases.first_logits is not None
-    return {"tokens": phases.tokens, "logits": phases.first_logits.float()}
+    return {
+        "tokens": phases.tokens,
+        "logits": phases.first_logits.float(),
+        "kept": kept.stacked(),
+        "spread": torch.stack(kept.spread, dim=1),
+        "lead": torch.stack(kept.lead, dim=1),
+    }
 
 
 def _static_length(cache: Any) -> int | None:

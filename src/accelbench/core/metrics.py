@@ -53,6 +53,7 @@ __all__ = [
     "COREML",
     "CHANNELS_LAST_APPLIES",
     "CPU_FALLBACK_OPS",
+    "DECISIVE_MARGIN",
     "DECODE_FLOPS_PER_SEQUENCE",
     "DEVICE_MEMORY",
     "DRIFT",
@@ -346,6 +347,16 @@ class Latency:
         return {LATENCY: {**asdict(self), "steps_s": list(self.steps_s)}}
 
 
+# A position is decisive when fp32's top token leads the second by more than this many times
+# the variant's logit error there (the root-mean-square over the vocabulary). Two logits off
+# by independent errors of that size move their gap by sqrt(2) times it, so rounding noise
+# flips such a lead with a chance under 0.3% (a normal tail beyond 4 / sqrt(2) = 2.8 of its
+# deviations); a flip there is an error of another kind. Random weights give near-uniform
+# logits whose leads are mostly smaller: bf16 on llama-1b's (logits off by 0.19 of their
+# spread) leaves 2 of 128 positions decisive, fp16 (0.013) 104.
+DECISIVE_MARGIN = 4.0
+
+
 @dataclass(frozen=True)
 class Drift:
     """A configuration's outputs against PyTorch fp32's on the same weights and inputs (`drift`).
@@ -367,6 +378,19 @@ class Drift:
     token_ids: bool = False
     first_token_agreement: float | None = None  # the first token's top-1, over the batch
     agreeing_prefix: float | None = None  # a sequence's leading tokens equal to fp32's, median
+    # Since issue 27 (analysis/drift.logit_drift; None in older records): the logits at each
+    # step against fp32's, their rms error over the vocabulary as a share of fp32's spread
+    # (standard deviation), at the worst and the median compared position; and the tokens at
+    # the decisive positions, where fp32's top token leads the second by more than
+    # `decisive_margin` times that error.
+    spread_error: float | None = None
+    spread_error_median: float | None = None
+    positions: int | None = None  # batch x new tokens
+    compared_positions: int | None = None  # those whose logits were compared
+    decisive_positions: int | None = None
+    decisive_agreement: float | None = None  # share of the decisive positions agreeing
+    decisive_margin: float | None = None
+    undetermined: str = ""  # why the logits could not be compared (none had a spread)
 
     @classmethod
     def from_metrics(cls, metrics: Mapping[str, Any]) -> Drift | None:
@@ -388,7 +412,21 @@ class Drift:
             token_ids=bool(found.get("token_ids", False)),
             first_token_agreement=_number(found, "first_token_agreement"),
             agreeing_prefix=_number(found, "agreeing_prefix"),
+            spread_error=_number(found, "spread_error"),
+            spread_error_median=_number(found, "spread_error_median"),
+            positions=_integer(found, "positions"),
+            compared_positions=_integer(found, "compared_positions"),
+            decisive_positions=_integer(found, "decisive_positions"),
+            decisive_agreement=_number(found, "decisive_agreement"),
+            decisive_margin=_number(found, "decisive_margin"),
+            undetermined=str(found.get("undetermined", "")),
         )
+
+    @property
+    def by_spread(self) -> bool:
+        """Whether a generation's logits were compared with their spread (a record since
+        issue 27): then the tolerance holds those figures, not the first token's."""
+        return self.token_ids and (self.spread_error is not None or bool(self.undetermined))
 
 
 @dataclass(frozen=True)
