@@ -96,7 +96,7 @@ def test_data_parallel_world_sizes_count_every_node_and_always_one():
 def test_optimize_plans_its_ladder_from_a_request():
     args = build_parser().parse_args(
         ["optimize", "mlp", "--device", "cpu", "--levers", "compile", "--epochs", "2",
-         "--tolerance", "0.1", "--min-top1", "90%"]
+         "--tolerance", "0.1", "--min-top1", "90%", "--logit-tolerance", "0.3"]
     )  # fmt: skip
     request = optimize.request_from(args)
     assert request == OptimizeRequest(
@@ -107,6 +107,7 @@ def test_optimize_plans_its_ladder_from_a_request():
         tolerance=request.tolerance,
     )
     assert (request.tolerance.max_rel_error, request.tolerance.min_top1) == (0.1, 0.9)
+    assert request.tolerance.max_spread_error == 0.3
     ladder = plan_ladder(request)
     assert ladder.groups == ("compile",) and ladder.base.workload == "mlp"
     assert ladder.stop.blocks == 2 and ladder.device.name == "cpu" and ladder.budget == 300

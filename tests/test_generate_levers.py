@@ -247,11 +247,15 @@ def test_optimize_searches_generate_with_token_drift(tmp_path):
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "gpt2-tiny generate b1 p8 n4 on cpu" in out
-    assert "tokens/s" in out and "tokens agree" in out
+    assert "tokens/s" in out and "logit error / spread" in out and "decisive tokens agree" in out
     assert "static-cache + compile" in out and "attn=eager" in out
-    assert "greedy tokens against fp32 eager's on the CPU" in out and "fed fp32's tokens" in out
+    assert "generation against fp32 eager's on the CPU" in out and "fed fp32's tokens" in out
+    # 4 new tokens at batch 1: too few positions to judge the tokens, said per variant
+    assert "of 4 positions decisive, 10 needed; judged on its logits alone" in out
+    assert "yes (logits)" in out
     listed = run_cli("results", "--db", db, "--json")
     assert listed.returncode == 0 and '"token_ids": true' in listed.stdout
+    assert '"spread_error": ' in listed.stdout and '"decisive_positions": ' in listed.stdout
     assert '"graph_breaks": ' in listed.stdout  # the compiled variant says what compile did
 
 

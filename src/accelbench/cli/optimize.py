@@ -95,8 +95,17 @@ def _add_drift(optimize: argparse.ArgumentParser) -> None:
         type=positive,
         default=0.05,
         metavar="REL",
-        help="largest relative output error allowed, against the largest fp32 output; for "
-        "--mode generate, the first token's logits' (default: 0.05)",
+        help="largest relative output error allowed, against the largest fp32 output "
+        "(default: 0.05); --mode generate holds its logits to --logit-tolerance",
+    )
+    optimize.add_argument(
+        "--logit-tolerance",
+        type=positive,
+        default=0.5,
+        metavar="SHARE",
+        help="--mode generate: largest logit error allowed, as a share of the spread of "
+        "fp32's logits (rms over the vocabulary / standard deviation, at the worst position; "
+        "default: 0.5)",
     )
     optimize.add_argument(
         "--min-top1",
@@ -105,7 +114,8 @@ def _add_drift(optimize: argparse.ArgumentParser) -> None:
         metavar="FRACTION",
         help="for classifiers, the share of samples whose top-1 class must agree with fp32's; "
         "for --mode generate, the share of token predictions equal to fp32's, each step fed "
-        "fp32's tokens (default: 0.95, or 95%%)",
+        "fp32's tokens, at the positions where fp32's top token leads by more than the "
+        "variant's logit error can flip (default: 0.95, or 95%%)",
     )
 
 
@@ -137,7 +147,7 @@ def request_from(args: argparse.Namespace) -> OptimizeRequest:
     from ..workflows.optimize import Tolerance
     from ..workflows.optimize_plan import OptimizeRequest
 
-    tolerance = Tolerance(args.tolerance, args.min_top1)
+    tolerance = Tolerance(args.tolerance, args.min_top1, args.logit_tolerance)
     return from_args(OptimizeRequest, args, workload=workload_ref(args), tolerance=tolerance)
 
 

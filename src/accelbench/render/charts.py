@@ -274,8 +274,11 @@ def _baseline(members: list[Result]) -> Result | None:
 
 
 def _drawn_drift(drift: Drift | None) -> float:
-    """Where a drift bar ends on the log axis: one not finite or not measured at 1 (100%)."""
+    """Where a drift bar ends on the log axis: one not finite or not measured at 1 (100%). A
+    generation's is its logit error as a share of their spread (a record since issue 27)."""
     error = drift.max_rel_error if drift else None
+    if drift is not None and drift.by_spread:
+        error = drift.spread_error
     return 1.0 if error is None else max(error, 1e-9)
 
 
@@ -287,7 +290,8 @@ def _tolerance(base: Result) -> Tolerance | None:
     if not stored:
         return None
     # Only the fields this accelbench knows: an imported file may carry others
-    return Tolerance(**{f.name: stored[f.name] for f in fields(Tolerance) if f.name in stored})
+    known: dict[str, Any] = {f.name: stored[f.name] for f in fields(Tolerance) if f.name in stored}
+    return Tolerance(**known)
 
 
 def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> None:
@@ -316,9 +320,14 @@ def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> Non
     drift_axes.set_xscale("log")
     drift_axes.set_yticks(positions, [""] * len(names))
     drift_axes.invert_yaxis()
-    drift_axes.set_xlabel("drift: max relative output error vs fp32 (log scale)")
+    by_spread = any(r.facts.drift and r.facts.drift.by_spread for r in members)
+    drift_axes.set_xlabel(
+        "drift: logit error / spread of fp32's logits (log scale)"
+        if by_spread
+        else "drift: max relative output error vs fp32 (log scale)"
+    )
     if tolerance:
-        limit = tolerance.max_rel_error
+        limit = tolerance.max_spread_error if by_spread else tolerance.max_rel_error
         drift_axes.axvline(limit, color="#aa3377", linestyle="--", linewidth=1)
         drift_axes.set_title(f"tolerance {limit:g} (dashed); red: refused by the tolerance")
 

@@ -45,10 +45,23 @@ BASELINE = "fp32 eager"
 
 @dataclass(frozen=True)
 class Tolerance:
-    """How far a variant's outputs may stray from the fp32 model's."""
+    """How far a variant's outputs may stray from the fp32 model's.
+
+    A generation's drift (since issue 27, `Drift.by_spread`) is held to `max_spread_error`,
+    its logits' error as a share of their spread, and `min_top1` of its tokens at the
+    decisive positions. Where fewer than `min_decisive` positions are decisive, the tokens
+    are undetermined and the variant is judged on its logits alone, as the outputs of a
+    model without classes are; where no logits could be compared, its drift is undetermined
+    and it is refused, as a drift that could not be measured is."""
 
     max_rel_error: float = 0.05
     min_top1: float = 0.95  # share of samples whose top-1 class must agree (classifiers)
+    # Generation: bf16's rounding left llama-1b's random-weight logits off by 0.29 of their
+    # spread at the worst of 128 positions (fp16 0.018; gpt2's 0.013 in bf16); logits of
+    # another computation (another context, a broken kernel) are off by about their spread.
+    max_spread_error: float = 0.5
+    # Fewer decisive positions than this and one disagreement decides: too few to judge.
+    min_decisive: int = 10
 
     def breach(self, drift: Drift | None) -> str | None:
         """Why this drift is out of bounds, or None when it is within them."""
@@ -56,6 +69,8 @@ class Tolerance:
             return f"its drift could not be measured ({drift.error if drift else 'no figure'})"
         if drift.not_finite:
             return "its outputs hold NaN or infinity"
+        if drift.by_spread:
+            return self._generation_breach(drift)
         if drift.max_rel_error is None:
             return "its drift could not be measured (no figure)"
         if drift.max_rel_error > self.max_rel_error:
@@ -67,6 +82,36 @@ class Tolerance:
         if top1 is not None and top1 < self.min_top1:
             what = "generated-token agreement" if drift.token_ids else "top-1 agreement"
             return f"{what} {top1:.1%} is below {self.min_top1:.0%}"
+        return None
+
+    def tokens_undetermined(self, drift: Drift | None) -> str:
+        """Why a generation's tokens could not be judged ("" where they were): too few
+        positions where fp32's top token leads by more than the variant's error can flip."""
+        if drift is None or drift.spread_error is None or drift.decisive_positions is None:
+            return ""
+        if drift.decisive_positions >= self.min_decisive:
+            return ""
+        return (
+            f"tokens undetermined: {drift.decisive_positions} of {drift.positions} positions "
+            f"decisive, {self.min_decisive} needed"
+        )
+
+    def _generation_breach(self, drift: Drift) -> str | None:
+        if drift.spread_error is None:
+            return f"its drift is undetermined ({drift.undetermined or 'no logits compared'})"
+        if drift.spread_error > self.max_spread_error:
+            return (
+                f"its logits are off by {drift.spread_error:.2g} of their spread, over the "
+                f"tolerance {self.max_spread_error:g}"
+            )
+        agreement = drift.decisive_agreement
+        if self.tokens_undetermined(drift) or agreement is None:
+            return None  # judged on the logits alone
+        if agreement < self.min_top1:
+            return (
+                f"tokens agree at {agreement:.1%} of {drift.decisive_positions} decisive "
+                f"positions, below {self.min_top1:.0%}"
+            )
         return None
 
 

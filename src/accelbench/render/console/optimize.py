@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ...analysis.trust import trust_of
+from ...core.metrics import DECISIVE_MARGIN
 from ...core.vocab import GENERATE
 from ...levers import label
 from ..text import format_bytes, number
@@ -14,6 +15,7 @@ from .run_notes import onnxruntime_note
 from .table import new_table, render_table
 
 if TYPE_CHECKING:  # the types only: the optimize workflow imports torch
+    from ...core.metrics import Drift
     from ...workflows.optimize import Assessment, Tolerance
     from ...workflows.optimize_plan import Ladder, Searched
     from ...workflows.search import Trial
@@ -29,15 +31,16 @@ _OPTIMIZE_HEADERS = (
     "top-1 agree",
     "within tolerance",
 )
-# A generation's samples are its tokens, its top-1 its generated token ids, its error the
-# first token's logits' (analysis/drift.compare_generations).
+# A generation's samples are its tokens; its error is its logits' as a share of their spread,
+# and its tokens are compared at the decisive positions (analysis/drift.logit_drift). A
+# record from before issue 27 shows the first token's logits' error and all its tokens.
 _GENERATE_HEADERS = (
     "variant",
     "tokens/s",
     "vs fp32 eager (95% CI)",
     "peak memory",
-    "first logits' rel. error",
-    "tokens agree",
+    "logit error / spread",
+    "decisive tokens agree",
     "within tolerance",
 )
 
@@ -59,7 +62,7 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
     table = new_table(title, headers, left_columns=1)
     notes: list[str] = []
     for v, trial in zip(verdicts, outcome.trials, strict=True):
-        table.add_row(v.rung.name, *_optimize_cells(v, trial))
+        table.add_row(v.rung.name, *_optimize_cells(v, trial, ladder.tolerance))
     notes.append(f"the search's path ({outcome.wall_s:.0f} s of a {ladder.budget:.0f} s budget):")
     notes += outcome.path(_reasons(verdicts))
     not_tried = {**ladder.not_tried, **dict(outcome.not_tried)}
@@ -67,6 +70,7 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
     notes += _backend_notes(verdicts)
     notes += _state_notes(verdicts)
     notes.append(_drift_words(ladder.tolerance, generates))
+    notes += _undetermined_notes(verdicts, ladder.tolerance)
     if ladder.device.caveat:
         notes.append(ladder.device.caveat)
     notes += _recommendation(chosen, verdicts, settings_code(chosen.result.spec, ladder.device))
@@ -77,17 +81,33 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
 def _drift_words(tolerance: Tolerance, generates: bool) -> str:
     if generates:
         return (
-            "drift: each variant's greedy tokens against fp32 eager's on the CPU (same weights "
+            "drift: each variant's generation against fp32 eager's on the CPU (same weights "
             "and prompt), each step fed fp32's tokens so that one difference does not change "
-            "the rest, and its first token's logits; tolerance: their max relative error "
-            f"{tolerance.max_rel_error:g}, {tolerance.min_top1:.0%} of the tokens or more "
-            "agreeing"
+            "the rest. Its logit error is the rms of its logits' errors over the vocabulary, "
+            "as a share of the spread (standard deviation) of fp32's, at the worst position; "
+            "its tokens count only at decisive positions, where fp32's top token leads the "
+            f"second by more than {DECISIVE_MARGIN:g} times that error (rounding flips such a "
+            "lead with a chance under 0.3%; random weights give near-uniform logits, where "
+            f"most leads are near-ties). Tolerance: logit error {tolerance.max_spread_error:g}, "
+            f"{tolerance.min_top1:.0%} of the decisive tokens agreeing; with fewer than "
+            f"{tolerance.min_decisive} decisive positions the tokens are undetermined and the "
+            "variant is judged on its logits alone, as outputs without classes are"
         )
     return (
         f"drift: outputs against the fp32 model's on the benchmark's batch (same weights); "
         f"tolerance: max relative error {tolerance.max_rel_error:g}, top-1 agreement "
         f"{tolerance.min_top1:.0%} or more (classifiers)"
     )
+
+
+def _undetermined_notes(verdicts: Sequence[Assessment], tolerance: Tolerance) -> list[str]:
+    """Each variant whose tokens could not be judged, and why."""
+    notes = []
+    for v in verdicts:
+        drift = v.result.facts.drift if v.result.measurement is not None else None
+        if not v.baseline and (why := tolerance.tokens_undetermined(drift)):
+            notes.append(f"{v.rung.name}: {why}; judged on its logits alone")
+    return notes
 
 
 def _reasons(verdicts: Sequence[Assessment]) -> list[str]:
@@ -123,25 +143,45 @@ def _state_notes(verdicts: Sequence[Assessment]) -> list[str]:
 _FAILED = {"error": "does not apply", "oom": "OOM", "unsupported": "does not apply"}
 
 
-def _optimize_cells(v: Assessment, trial: Trial) -> list[str]:
+def _optimize_cells(v: Assessment, trial: Trial, tolerance: Tolerance) -> list[str]:
     r = v.result
     if r.measurement is None:
         status = "not finished" if trial.budget_cut else _FAILED.get(r.status, r.status.upper())
         return [status, "", "", "", "", ""]
     drift = r.facts.drift
-    top1 = drift.top1_agreement if drift else None
-    error = drift.max_rel_error if drift else None
+    error, agree = _drift_cells(drift)
     baseline = v.baseline
     return [
         number(r.samples_per_second or 0),
         "1.00x (baseline)" if baseline else (v.speedup.text() if v.speedup else "—"),
         format_bytes(r.peak_memory),
-        "not finite"
-        if drift and drift.not_finite
-        else (f"{error:.2g}" if error is not None else "—"),
-        f"{top1:.1%}" if top1 is not None else "—",
-        "baseline" if baseline else ("no" if v.refused else "yes"),
+        "not finite" if drift and drift.not_finite else error,
+        agree,
+        "baseline" if baseline else _within(v, tolerance),
     ]
+
+
+def _drift_cells(drift: Drift | None) -> tuple[str, str]:
+    """The error and agreement columns: a generation's logits against their spread and its
+    decisive tokens where it has them, else the largest relative error and top-1."""
+    if drift is not None and drift.by_spread:
+        if drift.spread_error is None:
+            return "undetermined", "—"
+        shown = drift.decisive_agreement
+        agree = f"{shown:.1%} of {drift.decisive_positions}" if shown is not None else "none"
+        return f"{drift.spread_error:.2g}", agree
+    top1 = drift.top1_agreement if drift else None
+    error = drift.max_rel_error if drift else None
+    return (
+        f"{error:.2g}" if error is not None else "—",
+        f"{top1:.1%}" if top1 is not None else "—",
+    )
+
+
+def _within(v: Assessment, tolerance: Tolerance) -> str:
+    if v.refused:
+        return "no"
+    return "yes (logits)" if tolerance.tokens_undetermined(v.result.facts.drift) else "yes"
 
 
 def _recommendation(

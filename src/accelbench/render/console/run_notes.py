@@ -135,13 +135,36 @@ def _percentiles(values: Sequence[float]) -> str:
 
 
 def _token_drift_note(drift: Drift) -> str:
-    """A generation's drift: its tokens against fp32's, then the first token's logits."""
+    """A generation's drift: its logits against their spread and its tokens at the decisive
+    positions; a record from before issue 27, its tokens and the first token's logits."""
+    if drift.by_spread:
+        return _spread_drift_note(drift)
     text = f"drift from {drift.reference}: "
     if drift.top1_agreement is not None:
         text += f"{drift.top1_agreement:.1%} of {drift.samples} generated tokens agree"
         if drift.agreeing_prefix is not None:
             text += f" (a sequence's first {drift.agreeing_prefix:g} in the median)"
     return text + f"; first-token logits' max relative error {drift.max_rel_error:.2g}"
+
+
+def _spread_drift_note(drift: Drift) -> str:
+    text = f"drift from {drift.reference}: "
+    if drift.spread_error is None:
+        return text + f"undetermined: {drift.undetermined}"
+    text += (
+        f"logits off by {drift.spread_error:.2g} of their spread (rms over the vocabulary, "
+        f"at the worst of {drift.compared_positions} positions; {drift.spread_error_median:.2g} "
+        f"in the median); tokens "
+    )
+    if drift.decisive_agreement is not None:
+        text += f"agree at {drift.decisive_agreement:.1%} of "
+    text += (
+        f"{drift.decisive_positions} decisive positions of {drift.positions}, where fp32's "
+        f"top token leads by more than {drift.decisive_margin:g} times that error"
+    )
+    if drift.top1_agreement is not None:
+        text += f" ({drift.top1_agreement:.1%} of all, near-ties included)"
+    return text
 
 
 def _bandwidth_note(g: Generation, per_token: float, achieved: float) -> str:
