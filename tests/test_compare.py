@@ -114,9 +114,7 @@ def test_compare_runs_flags_only_significant_slowdowns_past_the_threshold():
 
 
 def test_a_gate_on_single_process_results_is_undetermined_not_a_regression():
-    one = Result(
-        spec=_result(1.0).spec, status="ok", measurement=Measurement((1.0,) * 10), id=4
-    )
+    one = Result(spec=_result(1.0).spec, status="ok", measurement=Measurement((1.0,) * 10), id=4)
     (change,) = compare_runs([one], [replace(one, measurement=Measurement((2.0,) * 10))], 0.05)
     assert not change.regression and change.verdict == "undetermined"
     assert change.speedup.no_interval.startswith("#4 ran in 1 process")
@@ -225,3 +223,115 @@ def test_a_speedup_without_an_interval_says_why_and_stays_valid_json():
     assert not s.significant
     record = json.loads(json.dumps(s.to_dict(), allow_nan=False))
     assert record["ci95_low"] is None and record["ci95_high"] is None
+
+
+# --- issue 27 item 9: a machine with one device, whole names, too few samples ---------------
+
+CNN = "/tmp/newcomer/mymodels/cnn.py:make_cnn"
+VIT = "/tmp/newcomer/mymodels/vit.py:make_vit"
+
+
+def _named(workload, seconds, precision="fp32", processes=3, per=10, sweep="s1", device="cpu"):
+    samples = tuple(seconds * (1 + 0.02 * RNG.standard_normal(processes * per)))
+    return Result(
+        spec=RunSpec(workload, device, 64, 20, precision=precision),
+        status="ok",
+        measurement=Measurement(samples, (), 1, ((per, 0),) * processes),
+        environment={"host": "laptop", "machine": "laptop"},
+        sweep=sweep,
+        metrics=Rounds(passes=tuple(range(1, processes + 1)), planned=processes).to_metrics(),
+    )
+
+
+def _one_device_db(path):
+    with Store(path) as store:
+        for r in (
+            _named(CNN, 1.0),
+            _named(CNN, 0.5, "bf16"),
+            _named(VIT, 2.0),
+            _named(VIT, 1.1, "bf16", processes=1, per=2, sweep="s2"),  # 2 samples, 1 process
+        ):
+            store.save(r)
+    return path
+
+
+def test_compare_on_one_device_puts_each_configuration_against_the_fastest(tmp_path):
+    db = str(_one_device_db(tmp_path / "r.db"))
+    out = run_cli("compare", "--db", db)
+    assert out.returncode == 0, out.stderr
+    title = out.stdout.splitlines()[0]
+    assert title.startswith("compared by configuration: no configuration here ran on two")
+    assert "against the fastest of its workload and mode on its device" in title
+    assert "vs fastest [95% CI]" in out.stdout and "baseline" not in out.stdout
+    rows = [line for line in out.stdout.splitlines() if line.startswith("│ …/")]
+    # the two workloads read apart, and their whole names are given once
+    assert sum("│ …/cnn.py:make_cnn │" in row for row in rows) == 2
+    assert sum("│ …/vit.py:make_vit │" in row for row in rows) == 2
+    assert f"…/cnn.py:make_cnn is {CNN}" in out.stdout
+    assert f"…/vit.py:make_vit is {VIT}" in out.stdout
+    cnn = [row for row in rows if "make_cnn" in row]
+    assert "bf16" in cnn[0] and "fastest" in cnn[0]  # the fastest first
+    assert "0.50x [" in cnn[1] or "0.49x [" in cnn[1] or "0.51x [" in cnn[1]
+
+    found = json.loads(run_cli("compare", "--json", "--db", db).stdout)
+    assert {row["by"] for row in found} == {"configuration"}
+    versus = {(row["result"]["spec"]["workload"], row["value"]): row for row in found}
+    assert versus[(CNN, "train fp32 b64")]["speedup"]["significant"] is True
+    # 2 timed samples in 1 process against 3 processes: a ratio, never significant
+    few = versus[(VIT, "train fp32 b64")]["speedup"]
+    assert few["ratio"] == pytest.approx(0.55, rel=0.05)
+    assert few["significant"] is False and few["ci95_low"] is None
+    assert "ran in 1 process: too few" in few["no_interval"]
+    assert (
+        versus[(VIT, "train bf16 b64")]["baseline_id"]
+        == versus[(VIT, "train bf16 b64")]["result"]["id"]
+    )
+
+
+def test_compare_defaults_to_devices_where_a_configuration_ran_on_two(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        store.save(_named(CNN, 1.0))
+        store.save(_named(CNN, 0.1, device="cuda:0"))
+    out = run_cli("compare", "--db", str(db))
+    assert out.stdout.splitlines()[0] == "compared by device"
+    assert "vs cpu [95% CI]" in out.stdout and "baseline" in out.stdout
+
+
+def test_two_samples_a_side_are_never_significant_whatever_the_ratio():
+    def few(seconds):
+        return _named("seed-cnn", seconds, processes=2, per=1)  # 2 processes, 2 samples
+
+    s = speedup(few(0.56), few(1.0))
+    assert s.ratio == pytest.approx(1 / 0.56, rel=0.1)
+    assert not s.significant and "2 timed samples: too few (needs 6)" in s.no_interval
+
+
+def test_any_dimension_can_take_the_fastest_as_its_baseline():
+    results = [_named("seed-cnn", 1.0), _named("seed-cnn", 0.5, "bf16")]
+    comparison = compare(results, find_dimension("precision"), "fastest")
+    assert [row.value for row in comparison.rows] == ["bf16", "fp32"]  # fastest first
+    assert comparison.rows[0].speedup is None and comparison.rows[1].speedup.ratio < 0.6
+
+
+def test_short_names_are_unique_suffixes_and_leave_plain_names_whole():
+    from accelbench.render.text import short_names
+
+    names = short_names(
+        [CNN, VIT, "/a/x/m.py:make", "/b/x/m.py:make", "seed-cnn", "m.py:f", "/c/m.py:f"]
+    )
+    assert names[CNN] == "…/cnn.py:make_cnn" and names[VIT] == "…/vit.py:make_vit"
+    assert names["/a/x/m.py:make"] == "…/a/x/m.py:make"  # x/m.py:make is not enough
+    assert names["seed-cnn"] == "seed-cnn" and names["m.py:f"] == "m.py:f"
+    assert names["/c/m.py:f"] == "…/c/m.py:f"  # m.py:f alone is the other's name
+    assert len(set(names.values())) == len(names)
+
+
+def test_a_long_name_in_a_narrow_table_folds_and_is_never_cut():
+    from accelbench.render.console import compare_table
+
+    results = [_named(CNN.replace("/", "_"), 1.0), _named(VIT.replace("/", "_"), 0.5)]
+    table = compare_table(compare(results, find_dimension("workload")), width=60)
+    assert "…" not in table
+    flat = "".join(line.split("│")[1].strip() for line in table.splitlines() if "│" in line)
+    assert CNN.replace("/", "_") in flat and VIT.replace("/", "_") in flat

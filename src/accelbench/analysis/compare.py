@@ -29,6 +29,7 @@ from ..devices.kinds import BASELINE_DEVICE
 __all__ = [
     "BASE_DIMENSIONS",
     "DEVICE",
+    "FASTEST",
     "Dimension",
     "Change",
     "Comparison",
@@ -40,6 +41,9 @@ __all__ = [
 ]
 
 MIN_SAMPLES = 6  # timed samples on each side, over its processes, for any interval
+# A baseline value meaning "whichever of the group has the most samples/s" (compare's default
+# for configurations, and `--baseline-value fastest` for any dimension).
+FASTEST = "fastest"
 
 
 @dataclass(frozen=True)
@@ -169,7 +173,8 @@ class Dimension:
     name: str
     read: Callable[[Result], str]  # this result's value, as a person reads it
     neutral: Callable[[RunSpec], RunSpec]  # the spec with this dimension blanked out
-    baseline: str = ""  # the value the others are measured against; "" for the smallest
+    baseline: str = ""  # the value the others are measured against; "" for the smallest,
+    # FASTEST for the one with the most samples/s
 
 
 def _base(name: str, field: str, read: Callable[[Result], str], baseline: str) -> Dimension:
@@ -234,7 +239,7 @@ def compare(
     for (group, _), members in groups.items():
         base_value = _pick_baseline(members, wanted)
         base = members.get(base_value) if base_value else None
-        for value, r in sorted(members.items(), key=lambda item: _order(item[0])):
+        for value, r in sorted(members.items(), key=_sort_key(wanted)):
             ratio = speedup(r, base) if base is not None and r is not base else None
             rows.append(Row(group, value, r, base, ratio))
     return Comparison(by.name, tuple(rows), wanted)
@@ -256,10 +261,19 @@ def _context(result: Result, by: str) -> str:
 def _pick_baseline(members: dict[str, Result], wanted: str) -> str | None:
     if wanted in members:
         return wanted
+    if wanted == FASTEST:
+        return max(members, key=lambda value: members[value].samples_per_second or 0.0)
     matching = sorted(v for v in members if v.split("/")[-1] == wanted)
     if matching:
         return matching[0]
     return None if wanted else min(members, key=_order)
+
+
+def _sort_key(wanted: str) -> Callable[[tuple[str, Result]], Any]:
+    """Rows against the fastest read fastest first; others in the values' order."""
+    if wanted == FASTEST:
+        return lambda item: -(item[1].samples_per_second or 0.0)
+    return lambda item: _order(item[0])
 
 
 def _order(value: str) -> tuple[int, float, str]:

@@ -11,11 +11,13 @@ from .options import Commands, add_filters, add_output_options, filters, fractio
 from .output import emit_json, read_store, result_json, width
 
 if TYPE_CHECKING:
+    from ..analysis.compare import Comparison
     from ..core.result import Result
     from ..store.db import Store
 
 
 def add_parser(commands: Commands) -> None:
+    from ..analysis.compare import FASTEST
     from ..levers import dimensions  # torch-free: the base dimensions and each lever's
 
     compare = commands.add_parser(
@@ -24,19 +26,23 @@ def add_parser(commands: Commands) -> None:
         description="Compare results that differ in one dimension (--by), each against a "
         "baseline, with a 95% CI taken over their processes (paired where they ran side by "
         "side in one sweep); or check a candidate run against a baseline run (--baseline RUN "
-        "--candidate RUN) and exit 1 on a regression. A comparison with fewer than 2 processes "
-        "or 6 timed samples on a side has no interval and says so: never a regression.",
+        "--candidate RUN) and exit 1 on a regression. Without --by: by device where some "
+        "configuration ran on two devices, else each configuration against the fastest of its "
+        "workload and mode on its device. A comparison with fewer than 2 processes "
+        "or 6 timed samples on a side has no interval and says so: never significant, never a "
+        "regression.",
     )
     compare.add_argument(
         "--by",
-        default="device",
         choices=tuple(dimensions()),
-        help="the dimension to compare (default: device)",
+        help="the dimension to compare (default: device where a configuration ran on two "
+        "devices; else configuration: each against the fastest of its workload and mode)",
     )
     compare.add_argument(
         "--baseline-value",
         metavar="VALUE",
-        help="the baseline among the values (default: cpu, fp32, train, off...)",
+        help="the baseline among the values (default: cpu, fp32, train, off...; for "
+        f"configuration, {FASTEST}, which any dimension takes: the one with the most samples/s)",
     )
     compare.add_argument("--baseline", metavar="RUN", help="a result id or a sweep id")
     compare.add_argument("--candidate", metavar="RUN", help="a result id or a sweep id")
@@ -53,8 +59,6 @@ def add_parser(commands: Commands) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..analysis.compare import compare
-    from ..levers import dimensions
     from ..render.console import compare_table
 
     if bool(args.baseline) != bool(args.candidate):
@@ -62,22 +66,41 @@ def handle(args: argparse.Namespace) -> int:
     with read_store(args) as store:
         if args.baseline:
             return _regressions(args, store)
-        by = dimensions()[args.by]
-        comparison = compare(store.results(filters(args)), by, args.baseline_value)
+        comparison, why = _comparison(args, store.results(filters(args)))
     if args.json:
         emit_json(
             [
                 {
+                    "by": comparison.by,
                     "value": row.value,
                     "result": result_json(row.result),
+                    "baseline_id": row.baseline.id if row.baseline else None,
                     "speedup": row.speedup.to_dict() if row.speedup else None,
                 }
                 for row in comparison.rows
             ]
         )
     else:
-        print(compare_table(comparison, width=width()), end="")
+        print(compare_table(comparison, width=width(), why=why), end="")
     return 0
+
+
+def _comparison(args: argparse.Namespace, results: list[Result]) -> tuple[Comparison, str]:
+    """The comparison asked for; without --by, by device where that compares anything, else
+    each configuration against the fastest of its group, and why (for the table's title)."""
+    from ..analysis.compare import compare
+    from ..levers import CONFIGURATION, dimensions
+
+    if args.by is not None:
+        return compare(results, dimensions()[args.by], args.baseline_value), ""
+    by_device = compare(results, dimensions()["device"], args.baseline_value)
+    if args.baseline_value is not None or any(row.speedup for row in by_device.rows):
+        return by_device, ""
+    why = (
+        "no configuration here ran on two devices, so each is against the fastest of its "
+        "workload and mode on its device"
+    )
+    return compare(results, CONFIGURATION), why
 
 
 def _regressions(args: argparse.Namespace, store: Store) -> int:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 from .base import Lever, Prepared, Switch, Variant, all_levers, find_lever, register
 from .registry import (
+    CONFIGURATION,
     active_levers,
     check_levers,
     default_groups,
@@ -42,6 +43,7 @@ from .registry import (
 )
 
 __all__ = [
+    "CONFIGURATION",
     "ENTRY_POINTS",
     "NO_ENTRY_POINTS",
     "PLUGINS",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.compare import BASE_DIMENSIONS, Dimension
+from ..analysis.compare import BASE_DIMENSIONS, FASTEST, Dimension
 from ..core.result import DEFAULT_BACKEND, PRECISIONS, RunSpec
 from ..core.vocab import GENERATE
 from ..errors import UsageError
@@ -107,9 +107,20 @@ def eager(spec: RunSpec) -> RunSpec:
     return plain
 
 
+# Whole configurations of one workload, mode and device (on one machine), each against the
+# fastest: what a machine with one device can compare (compare's default there).
+CONFIGURATION = Dimension(
+    name="configuration",
+    read=lambda r: label(r.spec),
+    neutral=lambda spec: RunSpec(spec.workload, spec.device, 0, 0, mode=spec.mode),
+    baseline=FASTEST,
+)
+
+
 def dimensions() -> dict[str, Dimension]:
-    """What `compare --by` can compare: the base dimensions, then each lever's."""
-    found = dict(BASE_DIMENSIONS)
+    """What `compare --by` can compare: the base dimensions, whole configurations, then each
+    lever's."""
+    found = {**BASE_DIMENSIONS, CONFIGURATION.name: CONFIGURATION}
     for lever in all_levers():
         if lever.dimension:
             found[lever.dimension] = _dimension(lever)

@@ -4,10 +4,11 @@ inert (no control character reaches a terminal, a table or a chart)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from ..core.stats import Summary
 
-__all__ = ["format_bytes", "format_seconds", "inert", "interval", "number"]
+__all__ = ["format_bytes", "format_seconds", "inert", "interval", "number", "short_names"]
 
 # Characters that act instead of showing: C0 and C1 controls (ESC starts ANSI and OSC sequences;
 # CR and LF break table rows), DEL, the invisible format characters (soft hyphen, zero-widths,
@@ -67,3 +68,21 @@ def interval(summary: Summary, scale: float = 1.0) -> str:
     if summary.ci_low is None or summary.ci_high is None:
         return "n/a"
     return f"{number(summary.ci_low * scale)}–{number(summary.ci_high * scale)}"
+
+
+def short_names(names: Iterable[str]) -> dict[str, str]:
+    """Each name as a narrow column shows it: a path (`--model DIR/cnn.py:make_cnn`) by the
+    fewest trailing parts that no other name ends with, after "…/"; any other name whole. Two
+    names never read alike (`…/cnn.py:make_cnn`, `…/vit.py:make_vit`), and nothing is cut
+    mid-word; the caller lists the whole of each shortened one."""
+    distinct = set(names)
+    found = {}
+    for name in distinct:
+        parts = name.split("/")
+        found[name] = name
+        for k in range(1, len(parts)):
+            tail = "/".join(parts[-k:])
+            if not any(o != name and (o == tail or o.endswith("/" + tail)) for o in distinct):
+                found[name] = "…/" + tail
+                break
+    return found

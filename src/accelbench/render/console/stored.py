@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...analysis.compare import DEVICE, Change, Comparison
+from ...analysis.compare import DEVICE, FASTEST, MIN_SAMPLES, Change, Comparison
+from ...core.levels import MIN_PROCESSES
 from ...core.result import Result
-from ...levers import label
+from ...levers import CONFIGURATION, label
 from ..rows import RESULT_COLUMNS, samples_unit
-from ..text import interval, number
+from ..text import interval, number, short_names
 from .table import new_table, render_table
 
 __all__ = ["changes_table", "compare_table", "results_table"]
@@ -50,29 +51,35 @@ def _status(r: Result) -> str:
     return f"verify {facts.verdict or '?'}: {facts.accuracy or 0:.1%} held-out"
 
 
-def compare_table(comparison: Comparison, width: int = 120) -> str:
-    """Each result beside its group's baseline."""
+def compare_table(comparison: Comparison, width: int = 120, why: str = "") -> str:
+    """Each result beside its group's baseline; `why` says, in the title, why this comparison
+    (compare's default on a machine with one device)."""
     by = comparison.by
     device = () if by == DEVICE.name else ("device",)  # else the compared column names it
+    config = () if by == CONFIGURATION.name else ("configuration",)  # the same, likewise
+    fastest = comparison.baseline_value == FASTEST
     headers = (
         "workload",
         *device,
-        "configuration",
+        *config,
         by,
         "samples/s",
         "95% CI",
         "it/s",
         f"vs {comparison.baseline_value or 'baseline'} [95% CI]",
     )
-    table = new_table(f"compared by {by}", headers, left_columns=3 + len(device))
+    title = f"compared by {by}" + (f": {why}" if why else "")
+    table = new_table(title, headers, left_columns=2 + len(device) + len(config))
+    names = short_names(row.result.spec.workload for row in comparison.rows)
     for row in comparison.rows:
         r, m = row.result, row.result.measurement
         assert m is not None  # a comparison holds measured results only
-        versus = row.speedup.text() if row.speedup else ("baseline" if row.baseline is r else "—")
+        itself = "fastest" if fastest else "baseline"
+        versus = row.speedup.text() if row.speedup else (itself if row.baseline is r else "—")
         table.add_row(
-            r.spec.workload,
+            names[r.spec.workload],
             *((r.spec.device,) if device else ()),
-            label(r.spec),
+            *((label(r.spec),) if config else ()),
             row.value,
             _samples(r),
             interval(m.rate, r.samples_per_block),
@@ -82,11 +89,21 @@ def compare_table(comparison: Comparison, width: int = 120) -> str:
     notes = [
         "speedup = ratio of samples/s (each the geometric mean of its processes' medians); its "
         "95% CI is Student's t over processes, paired pass by pass where both ran in one "
-        "sweep; (n.s.) marks a difference the interval cannot tell from none"
+        "sweep; (n.s.) marks a difference the interval cannot tell from none; with fewer than "
+        f"{MIN_PROCESSES} processes or {MIN_SAMPLES} timed samples on a side there is no "
+        "interval, and no difference is called",
+        *_whole_names(names),
     ]
     if not comparison.rows:
         notes = ["no results match: nothing to compare (check the filters)"]
+    elif not any(row.speedup for row in comparison.rows):
+        notes.append(f"each {by} stands alone here: nothing to compare it with")
     return render_table(table, notes, width)
+
+
+def _whole_names(names: dict[str, str]) -> list[str]:
+    """A note per shortened name, with the whole of it."""
+    return [f"{short} is {whole}" for whole, short in sorted(names.items()) if short != whole]
 
 
 _CHANGES_HEADERS = (
@@ -104,11 +121,12 @@ def changes_table(changes: Sequence[Change], threshold: float, width: int = 120)
     """Candidate against baseline, configuration by configuration, regressions marked."""
     title = f"regression check (threshold {threshold:.0%})"
     table = new_table(title, _CHANGES_HEADERS, left_columns=3)
+    names = short_names(c.spec.workload for c in changes)
     for c in changes:
         base, cand = c.baseline.measurement, c.candidate.measurement
         assert base is not None  # only measured baselines are matched
         table.add_row(
-            c.spec.workload,
+            names[c.spec.workload],
             c.spec.device,
             label(c.spec),
             number(base.rate.median),
@@ -119,7 +137,8 @@ def changes_table(changes: Sequence[Change], threshold: float, width: int = 120)
     notes = [
         "candidate / baseline = ratio of samples/s; its 95% CI is taken over processes "
         "(Student's t, paired pass by pass where both ran in one sweep); undetermined: too few "
-        "processes or samples to bound it, so it can be called neither ok nor a regression"
+        "processes or samples to bound it, so it can be called neither ok nor a regression",
+        *_whole_names(names),
     ]
     return render_table(table, notes, width)  # compare refuses runs with nothing in common
 

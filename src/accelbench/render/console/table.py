@@ -35,11 +35,13 @@ class SafeTable(Table):
 
 
 def new_table(title: str, headers: Sequence[str], left_columns: int | None = None) -> SafeTable:
-    """A table with these headers; past `left_columns` (numbers) they align right."""
+    """A table with these headers; past `left_columns` (numbers) they align right. A word too
+    long for its column folds onto the next line, never cut with "…": a name cut short can
+    read as another (`…/mymodels/cnn.py:ma…` for make_cnn and make_vit alike)."""
     table = SafeTable(title=plain(title), title_justify="left")
     for i, header in enumerate(headers):
         right = left_columns is not None and i >= left_columns
-        table.add_column(plain(header), justify="right" if right else "left")
+        table.add_column(plain(header), justify="right" if right else "left", overflow="fold")
     return table
 
 
