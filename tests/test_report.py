@@ -5,9 +5,11 @@ import io
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 
 import pytest
 
+from accelbench.core.metrics import DRIFT, VERDICT
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.levers import spec_with
@@ -187,6 +189,40 @@ def test_report_renders_in_a_real_browser_with_charts_and_no_errors(browser, tmp
     browser.save_screenshot(str(tmp_path / "report.png"))
 
 
+def test_a_cpu_only_report_opens_with_the_fastest_and_its_caveats_in_a_browser(browser, tmp_path):
+    """Issue 27 item 10, as a reader sees it: the first section names each workload's fastest
+    configuration, by how much, and its caveats; the results table has an id column matching
+    the charts' labels, and no column that is "baseline" or "undetermined" on every row."""
+    from selenium.webdriver.common.by import By
+
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        for r in _cpu_only():
+            store.save(r)
+    page = tmp_path / "report.html"
+    assert run_cli("report", "--out", str(page), "--db", str(db)).returncode == 0
+    browser.get(page.as_uri())
+    first = browser.find_elements(By.TAG_NAME, "h2")[0]
+    assert first.text == "Fastest configuration per workload"
+    summary = browser.find_elements(By.TAG_NAME, "table")[0]
+    assert "#3 train fp32 b128" in summary.text  # the fastest, by its id
+    assert "2.00x [" in summary.text and "over #1 train fp32 b32 on cpu" in summary.text
+    assert "the 1-minute load average was 3.0" in summary.text  # its caveats, visible
+    assert "other processes used 1.2 cores" in summary.text
+    results = browser.find_elements(By.TAG_NAME, "table")[2]  # after the machine's facts
+    headers = [th.text for th in results.find_elements(By.TAG_NAME, "th")]
+    assert headers[0] == "id" and "vs CPU [95% CI]" not in headers and "verdict" not in headers
+    ids = [row.find_elements(By.TAG_NAME, "td")[0].text for row in results.find_elements(
+        By.CSS_SELECTOR, "tbody tr")]  # fmt: skip
+    assert sorted(ids) == ["#1", "#2", "#3"]
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert "Left out, saying nothing on these results" in body
+    assert "earlier runs of this configuration on this machine landed outside" in body  # history
+    assert "baseline" not in results.text and "undetermined" not in results.text
+    browser.set_window_size(1280, browser.execute_script("return document.body.scrollHeight"))
+    browser.save_screenshot(str(tmp_path / "cpu-only.png"))
+
+
 def test_the_data_parallel_chart_appears_when_process_counts_differ():
     from accelbench.render.charts import parallel_chart
 
@@ -230,11 +266,15 @@ def test_the_report_compares_within_a_sweep_and_its_header_adds_up():
     speedups = [
         line
         for line in markdown.splitlines()
-        if line.startswith("| seed-cnn | ") and "cuda:0" in line
+        if line.startswith(("| #2 | seed-cnn | ", "| #3 | seed-cnn | ")) and "cuda:0" in line
     ]
     assert len(speedups) == 2  # one row per sweep
     assert sum("10.00x" in line for line in speedups) == 1  # only sweep "a" has a CPU baseline
-    assert "undetermined (the data cannot tell" in page  # every verdict word explained
+    # no result has a verdict: the column and its words are left out
+    assert "<th>verdict</th>" not in page and "undetermined (the data cannot tell" not in page
+    launch = {VERDICT: {"kind": "launch-bound", "explanation": ""}}
+    with_verdict = [*results[:2], replace(results[2], metrics=launch), *results[3:]]
+    assert "undetermined (the data cannot tell" in html_report(with_verdict)
 
 
 def test_every_bar_is_labelled_uniquely_even_for_identical_configurations():
@@ -267,10 +307,104 @@ def test_a_report_of_many_results_is_bounded_and_says_what_it_left_out():
     page = html_report(many)
     assert f"The first {TABLE_ROWS} of {TABLE_ROWS + 50} results" in page
     assert page.count("<tr>") < 2 * TABLE_ROWS + 20  # the table, the summary, the machines
-    assert "Fastest per workload and device" in page
+    assert "Fastest configuration per workload" in page
     assert f"#{TABLE_ROWS + 50} train fp32 b{TABLE_ROWS + 57}" in page  # the most samples/s
     png = charts.throughput_chart(many)
     from PIL import Image
 
     height = Image.open(io.BytesIO(png)).size[1]
     assert height < 1600  # 25 bars, not 250
+
+
+def _cpu_only():
+    """A machine with only a CPU: three batch sizes of one workload in one sweep, measured
+    under load; the fastest ran twice before, elsewhere than its interval."""
+    from accelbench.analysis.trust import with_trust
+    from accelbench.core.metrics import MachineState, Rounds
+
+    busy = MachineState(seconds=5.0, cores=2, other_cpu_cores=1.2, load_average_1m=3.0)
+
+    def made(rid, batch, seconds, uid=""):
+        samples = tuple(seconds * (1 + 0.004 * ((i * 7) % 10)) for i in range(30))
+        return Result(
+            spec=RunSpec("seed-cnn", "cpu", batch, 20),
+            status="ok",
+            measurement=Measurement(samples, (), 1, ((10, 0),) * 3),
+            environment={"host": "vm", "machine": "vm-1", "device_model": "AMD EPYC"},
+            sweep="s",
+            id=rid,
+            uid=uid or f"u{rid}",
+            metrics={
+                **busy.to_metrics(),
+                **Rounds(passes=(1, 2, 3), planned=3, complete=True).to_metrics(),
+            },
+        )
+
+    earlier = [made(90, 128, 2.0, "old1"), made(91, 128, 2.2, "old2")]
+    fastest = with_trust(made(3, 128, 1.0), earlier)  # 2,560 samples/s (20 steps of 128)
+    return [made(1, 32, 0.5), made(2, 64, 0.8), fastest]  # 1,280 and 1,600; stored as #1-#3
+
+
+def test_a_cpu_only_report_leaves_out_what_says_nothing_and_says_so():
+    from accelbench.render.rows import HEADERS
+
+    results = _cpu_only()
+    page = html_report(results)
+    assert page.index("Fastest configuration per workload") < page.index("<h2>Machines")
+    assert "<th>id</th>" in page and '<td class="">#3</td>' in page  # the charts' "#3 ..."
+    assert "<th>vs CPU [95% CI]</th>" not in page and "<th>verdict</th>" not in page
+    assert f"<th>{LATENCY}</th>" not in page
+    assert "vs CPU [95% CI] (&#x27;baseline&#x27;)" in page  # what was left out, said
+    assert "<dt><b>vs CPU</b></dt>" not in page and "<dt><b>id</b></dt>" in page
+    text = markdown_report(results)
+    header = text.splitlines()[0]
+    assert header.startswith("| id | workload |") and "vs CPU" not in header
+    assert "Left out, the same on every row: latency" in text
+    assert len(HEADERS) > header.count(" | ") + 1
+
+
+LATENCY = "latency b1 p50/p90/p99"
+
+
+def test_the_optimize_charts_titles_do_not_overlap():
+    """Two centred titles, the ladder's and the tolerance's, ran into each other."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from accelbench.core.metrics import OptimizeTag
+    from accelbench.render.charts import _draw_ladder
+
+    def variant(name, seconds, precision="fp32", error=1e-7):
+        tolerance = {"max_rel_error": 0.05, "min_top1": 0.95} if name == "fp32 eager" else None
+        return Result(
+            spec=RunSpec(
+                "/tmp/newcomer/mymodels/cnn.py:make_cnn",
+                "cpu",
+                32,
+                20,
+                mode="infer",
+                precision=precision,
+            ),  # fmt: skip
+            status="ok",
+            measurement=Measurement((seconds,) * 6),
+            sweep="o",
+            metrics={
+                **OptimizeTag(name, tolerance).to_metrics(),
+                DRIFT: {"max_rel_error": error},
+            },
+        )
+
+    members = [variant("fp32 eager", 1.0, error=0.0), variant("bf16", 0.5, "bf16", 0.01)]
+    figure, (speed, drift) = plt.subplots(1, 2, figsize=(11, 2.3))
+    _draw_ladder(speed, drift, members)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    left = [t for t in (speed.title, speed._left_title, speed._right_title) if t.get_text()]
+    right = [t for t in (drift.title, drift._left_title, drift._right_title) if t.get_text()]
+    assert left and right
+    for a in left:
+        for b in right:
+            assert not a.get_window_extent(renderer).overlaps(b.get_window_extent(renderer))
+    plt.close(figure)

@@ -258,6 +258,8 @@ def optimize_chart(results: Sequence[Result]) -> bytes | None:
     )
     for (speed_axes, drift_axes), members in zip(axes, ladders.values(), strict=True):
         _draw_ladder(speed_axes, drift_axes, members)
+    figure.suptitle("red: a variant refused by the search's tolerance", fontsize=9, x=0.99,
+                    ha="right")  # fmt: skip
     figure.tight_layout()
     return _png(figure)
 
@@ -315,7 +317,10 @@ def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> Non
     speed_axes.invert_yaxis()
     speed_axes.set_xlabel("speedup over fp32 eager (ratio of medians)")
     spec = base.spec
-    speed_axes.set_title(_shown(f"{spec.workload} {spec.mode} b{spec.batch_size} on {spec.device}"))
+    # Each title stays over its own axes (wrapped to its width, one left, one right): centred,
+    # a long workload name ran into the drift panel's title
+    ladder = f"{spec.workload} {spec.mode} b{spec.batch_size} on {spec.device}"
+    speed_axes.set_title(_wrapped(_shown(ladder), 52), loc="left", fontsize=10)
     drift_axes.barh(positions, drifts, color=colors)
     drift_axes.set_xscale("log")
     drift_axes.set_yticks(positions, [""] * len(names))
@@ -329,7 +334,14 @@ def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> Non
     if tolerance:
         limit = tolerance.max_spread_error if by_spread else tolerance.max_rel_error
         drift_axes.axvline(limit, color="#aa3377", linestyle="--", linewidth=1)
-        drift_axes.set_title(f"tolerance {limit:g} (dashed); red: refused by the tolerance")
+        drift_axes.set_title(f"tolerance {limit:g} (dashed)", loc="right", fontsize=10)
+
+
+def _wrapped(text: str, width: int) -> str:
+    """Lines of at most `width` characters, a long word (a path) broken where it must be."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width, break_long_words=True)) or text
 
 
 def explain_chart(results: Sequence[Result]) -> bytes | None:

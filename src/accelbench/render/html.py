@@ -1,8 +1,9 @@
-"""One self-contained HTML file: per workload and device the fastest configuration first, then
-each machine's environment, the comparison table, the caveats, and charts.
+"""One self-contained HTML file: per workload the fastest configuration first, by how much, with
+its caveats; then each machine's environment, the comparison table (columns that say nothing on
+these results left out, and said so), every caveat, and charts.
 
 It is bounded whatever the results (10,000 once took 261 s and 3.1 GB): the summary has a row
-per workload and device, the table and the lists their first TABLE_ROWS rows (the page says how
+per workload and mode, the table and the lists their first TABLE_ROWS rows (the page says how
 many more, and how to see them), the charts their bounds (render/charts).
 
 Nothing is loaded from the network when the page is opened: styles are inline and charts are
@@ -17,7 +18,7 @@ import base64
 from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
-from ..analysis.compare import DEVICE, compare
+from ..analysis.compare import DEVICE, Speedup, compare
 from ..analysis.trust import trust_of
 from ..core.metrics import P99_MIN_SAMPLES
 from ..core.result import Result, machine_of, utc_now
@@ -30,9 +31,13 @@ from .rows import (
     HEADERS,
     LATENCY_HEADER,
     TABLE_ROWS,
+    Best,
     best_of,
     caveat_lines,
+    device_namer,
     failures,
+    informative,
+    refusal,
     row_cells,
     samples_cell,
 )
@@ -47,12 +52,21 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f2f2f2; }
 .ns { color: #888; }
+td.caveats { font-size: 0.9em; color: #555; border-top: none; }
+td.caveats ul { margin: 0.2em 0 0.2em 1.2em; padding: 0; }
 .failed { color: #a00; }
 img { max-width: 100%; border: 1px solid #eee; margin-bottom: 1.5em; }
 """
 
+# A table cell: its text (or lines of text) and its css class
+Cell = tuple[str | Sequence[str], str]
+
 # Every word of the results table's columns, said once.
 _WORDS = (
+    (
+        "id",
+        "the result's id in the store (`accelbench results`); each chart labels its bars with it",
+    ),
     ("workload", "the model and its data (`accelbench workloads` lists them)"),
     (
         "device",
@@ -105,13 +119,21 @@ _WORDS = (
         "timing, no peak figures, or a machine too noisy; the caveats say which)",
     ),
 )
-_LEGEND = (
-    "<dl>"
-    + "".join(
-        f"<dt><b>{escape(word)}</b></dt><dd>{escape(meaning)}</dd>" for word, meaning in _WORDS
+
+
+def _legend(headers: Iterable[str]) -> str:
+    """The words of the columns shown, each once."""
+    shown = {h.split(" [")[0] for h in headers}  # "vs CPU [95% CI]" is explained as "vs CPU"
+    return (
+        "<dl>"
+        + "".join(
+            f"<dt><b>{escape(word)}</b></dt><dd>{escape(meaning)}</dd>"
+            for word, meaning in _WORDS
+            if word in shown
+        )
+        + "</dl>"
     )
-    + "</dl>"
-)
+
 
 _CHARTS: tuple[tuple[str, Callable[[Sequence[Result]], bytes | None]], ...] = (
     ("Throughput per device and workload", charts.throughput_chart),
@@ -168,11 +190,16 @@ def _text(text: str) -> str:
     return escape(inert(text))
 
 
-def _table(headers: Iterable[str], rows: Iterable[Iterable[tuple[str, str]]]) -> str:
+def _lines(text: str | Sequence[str]) -> str:
+    """A cell's text, or its lines one under another; escaped."""
+    return _text(text) if isinstance(text, str) else "<br>".join(_text(t) for t in text)
+
+
+def _table(headers: Iterable[str], rows: Iterable[Iterable[Cell]]) -> str:
     """Rows of (text, css class) cells; all text is escaped here."""
     head = "".join(f"<th>{_text(h)}</th>" for h in headers)
     body = "".join(
-        "<tr>" + "".join(f'<td class="{c}">{_text(t)}</td>' for t, c in row) + "</tr>"
+        "<tr>" + "".join(f'<td class="{c}">{_lines(t)}</td>' for t, c in row) + "</tr>"
         for row in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -200,34 +227,90 @@ def _machines(results: Sequence[Result]) -> str:
 
 
 def _summary(results: Sequence[Result]) -> str:
-    """Per workload and device, the fastest configuration and the range of all measured."""
-    found = best_of(results)
+    """Per workload and mode, the fastest configuration on any device, how far ahead of the
+    next fastest and the slowest other configuration, and under it its caveats."""
+    found = best_of(results)[:TABLE_ROWS]
     if not found:
         return ""
-    rows = [
-        [
-            (b.workload, ""),
-            (b.device, ""),
-            (f"#{b.best.id} {label(b.best.spec)}", ""),
-            (samples_cell(b.best), "num"),
-            (
-                interval(b.best.measurement.rate, b.best.samples_per_block)
-                if b.best.measurement
-                else "—",
-                "num",
-            ),
-            (f"{b.count:,}", "num"),
-            (f"{b.slowest:,.0f} – {b.fastest:,.0f}", "num"),
-            (f"{len(trust_of(b.best).caveats)}", "num"),
-        ]
-        for b in found[:TABLE_ROWS]
-    ]
-    headers = ("workload", "device", "fastest", "samples/s", "95% CI", "results",
-               "samples/s, slowest – fastest", "its caveats")  # fmt: skip
+    device = device_namer(results)
+    rows = [_summary_row(b, device) for b in found]
+    headers = ("workload", "mode", "fastest", "device", "samples/s", "95% CI",
+               "over the next fastest", "over the slowest", "configurations")  # fmt: skip
+    kept, dropped = informative(headers, [[_plain(t) for t, _ in row] for row in rows])
+    head = "".join(f"<th>{_text(headers[i])}</th>" for i in kept)
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td class="{row[i][1]}">{_lines(row[i][0])}</td>' for i in kept)
+        + f'</tr><tr><td class="caveats" colspan="{len(kept)}">{_its_caveats(b, results)}</td></tr>'
+        for b, row in zip(found, rows, strict=True)
+    )
     return (
-        "<h2>Fastest per workload and device</h2>"
-        + _table(headers, rows)
-        + _more(len(found), "workloads and devices")
+        "<h2>Fastest configuration per workload</h2>"
+        "<p>Each workload's fastest configuration on any device, and how many times the "
+        "samples/s of the next fastest and of the slowest other configuration it ran (95% CI "
+        "over processes; (n.s.): the interval holds 1, no difference can be told; "
+        "no interval: too few processes or samples to bound it); under it, its caveats "
+        "(every result's are under Caveats).</p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        + _left_out(dropped)
+        + _more(len(best_of(results)), "workloads")
+    )
+
+
+def _summary_row(b: Best, device: Callable[[Result], str]) -> list[Cell]:
+    m = b.best.measurement
+    assert m is not None
+    slowest = b.slowest if b.slowest is not b.next else None  # shown once, as the next
+    fastest = label(b.best.spec)
+    return [
+        (b.workload, ""),
+        (b.mode, ""),
+        (f"#{b.best.id} {fastest}" if b.best.id is not None else fastest, ""),
+        (device(b.best), ""),
+        (samples_cell(b.best), "num"),
+        (interval(m.rate, b.best.samples_per_block), "num"),
+        (_lead(b.over(b.next), b.next, device), ""),
+        (_lead(b.over(slowest), slowest, device), ""),
+        (f"{b.configurations:,}", "num"),
+    ]
+
+
+def _its_caveats(b: Best, results: Sequence[Result]) -> str:
+    """The fastest result's caveats, as a list: a search's refusal first."""
+    refused = refusal(b.best, results)
+    caveats = [*([refused] if refused else []), *trust_of(b.best).texts]
+    if not caveats:
+        return "its caveats: none"
+    return "its caveats:<ul>" + "".join(f"<li>{_text(c)}</li>" for c in caveats) + "</ul>"
+
+
+def _lead(
+    found: Speedup | None, other: Result | None, device: Callable[[Result], str]
+) -> str | tuple[str, str]:
+    """How many times the other's samples/s the fastest ran, and which the other is."""
+    if found is None or other is None:
+        return "—"
+    if found.no_interval:
+        figure = f"{found.ratio:.2f}x (no interval)"
+    else:
+        mark = "" if found.significant else " (n.s.)"
+        figure = f"{found.ratio:.2f}x [{found.low:.2f}–{found.high:.2f}]{mark}"
+    ref = f"#{other.id} " if other.id is not None else ""
+    return figure, f"over {ref}{label(other.spec)} on {device(other)}"
+
+
+def _plain(text: str | Sequence[str]) -> str:
+    return text if isinstance(text, str) else " ".join(text)
+
+
+def _left_out(dropped: Sequence[str]) -> str:
+    """The note under a table whose columns that said nothing were left out."""
+    if not dropped:
+        return ""
+    return (
+        "<p>Left out, saying nothing on these results (the same on every row): "
+        + _text("; ".join(dropped))
+        + ".</p>"
     )
 
 
@@ -244,18 +327,21 @@ def _more(total: int, what: str) -> str:
 
 def _comparisons(results: Sequence[Result]) -> str:
     comparison = compare(results, DEVICE, within_sweep=True)
-    rows = []
+    headers = (*HEADERS, "verdict")
+    rows: list[list[Cell]] = []
     for row in comparison.rows[:TABLE_ROWS]:
         cells = row_cells(row)
-        classes = ["", "", "", "", *["num"] * (len(cells) - 4)]
+        classes = ["", "", "", "", "", *["num"] * (len(cells) - 5)]
         if row.speedup and not row.speedup.significant:
             classes[-1] = "num ns"
         bottleneck = row.result.facts.bottleneck
         verdict = bottleneck.kind if bottleneck else ""
         rows.append([*zip(cells, classes, strict=True), (verdict, "")])
-    headers = (*HEADERS, "verdict")
+    kept, dropped = informative(headers, [[_plain(t) for t, _ in row] for row in rows])
+    shown = [headers[i] for i in kept]
     more = _more(len(comparison.rows), "results")
-    return "<h2>Results</h2>" + _table(headers, rows) + more + _LEGEND
+    table = _table(shown, [[row[i] for i in kept] for row in rows])
+    return "<h2>Results</h2>" + table + _left_out(dropped) + more + _legend(shown)
 
 
 def _caveats(results: Sequence[Result]) -> str:

@@ -1,11 +1,12 @@
-"""What the reports share: a comparison row's cells, the latency's text, which results failed."""
+"""What the reports share: a comparison row's cells, the columns worth showing, the fastest per
+workload, the latency's text, which results failed."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 
-from ..analysis.compare import Row
+from ..analysis.compare import Row, Speedup, speedup
 from ..analysis.trust import trust_of
 from ..core.metrics import P99_MIN_SAMPLES, Latency
 from ..core.result import Result, machine_of
@@ -20,6 +21,9 @@ __all__ = [
     "Best",
     "best_of",
     "caveat_lines",
+    "device_namer",
+    "informative",
+    "refusal",
     "LATENCY_HEADER",
     "RESULT_COLUMNS",
     "failures",
@@ -38,7 +42,11 @@ EXPLAINED = 20
 # The interval sits on the figure users read, samples/s (tokens/s for generate)
 RESULT_COLUMNS = ("workload", "device", "model", "configuration", "samples/s", "95% CI", "it/s")
 LATENCY_HEADER = "latency b1 p50/p90/p99"
-HEADERS = (*RESULT_COLUMNS, LATENCY_HEADER, "vs CPU [95% CI]")
+# The id leads, as each chart's bar is labelled "#24 ...", so a bar can be found in the table
+HEADERS = ("id", *RESULT_COLUMNS, LATENCY_HEADER, "vs CPU [95% CI]")
+# Cells that tell nothing: a column holding only these is left out of a report's table (on a
+# machine with only a CPU, "vs CPU" is "baseline" on every row, the verdict "undetermined")
+SAYS_NOTHING = frozenset({"", "—", "n/a", "baseline", "undetermined"})
 
 
 def row_cells(row: Row) -> list[str]:
@@ -47,6 +55,7 @@ def row_cells(row: Row) -> list[str]:
     assert m is not None
     versus = row.speedup.text() if row.speedup else ("baseline" if row.baseline is r else "—")
     return [
+        f"#{r.id}" if r.id is not None else "—",
         r.spec.workload,
         row.value,
         r.environment.get("device_model", ""),
@@ -57,6 +66,22 @@ def row_cells(row: Row) -> list[str]:
         latency_cell(r),
         versus,
     ]
+
+
+def informative(
+    headers: Sequence[str], rows: Sequence[Sequence[str]]
+) -> tuple[list[int], list[str]]:
+    """Which columns to show: those with a cell that says something (not in SAYS_NOTHING);
+    and, for each left out, what it held ("vs CPU [95% CI]: baseline, —"), for a note."""
+    kept, dropped = [], []
+    for i, header in enumerate(headers):
+        cells = [row[i] for row in rows]
+        if rows and all(cell in SAYS_NOTHING for cell in cells):
+            held = ", ".join(f"'{c}'" if c else "empty" for c in dict.fromkeys(cells))
+            dropped.append(f"{header} ({held})")
+        else:
+            kept.append(i)
+    return kept, dropped
 
 
 def samples_cell(r: Result) -> str:
@@ -105,32 +130,69 @@ def caveat_lines(results: Sequence[Result], named: int = 5) -> list[str]:
 
 @dataclass(frozen=True)
 class Best:
-    """A workload on a device: its fastest result, and how far apart all of its results lie."""
+    """A workload in one mode: its fastest result, and how far ahead it is of the fastest and
+    of the slowest other configuration (None where it is the only one)."""
 
     workload: str
-    device: str
+    mode: str
     best: Result
-    count: int
-    slowest: float  # samples/s
-    fastest: float
+    configurations: int  # distinct configurations measured (machine, device and spec)
+    next: Result | None = None
+    slowest: Result | None = None
+
+    def over(self, other: Result | None) -> Speedup | None:
+        """The fastest's speedup over `other`, with its interval over processes."""
+        return None if other is None else speedup(self.best, other)
 
 
 def best_of(results: Sequence[Result]) -> list[Best]:
-    """Per workload and device (machine/device where several machines), the fastest result
-    and the range of all: what a reader wants first, and bounded whatever the results."""
+    """Per workload and mode (samples/s of train and infer do not compare), the fastest result
+    on any device, and the next fastest and the slowest other configuration: what a reader
+    wants first, and bounded whatever the results."""
     groups: dict[tuple[str, str], list[Result]] = {}
-    several = len({machine_of(r.environment) for r in results}) > 1
     for r in results:
-        if r.measurement is None:
-            continue
-        device = f"{machine_of(r.environment)}/{r.spec.device}" if several else r.spec.device
-        groups.setdefault((r.spec.workload, device), []).append(r)
+        if r.measurement is not None:
+            groups.setdefault((r.spec.workload, r.spec.mode), []).append(r)
     out = []
-    for (workload, device), members in sorted(groups.items()):
-        rates = [r.samples_per_second or 0.0 for r in members]
-        best = max(members, key=lambda r: r.samples_per_second or 0.0)
-        out.append(Best(workload, device, best, len(members), min(rates), max(rates)))
+    for (workload, mode), members in sorted(groups.items()):
+        ranked = sorted(members, key=lambda r: -(r.samples_per_second or 0.0))
+        best = ranked[0]
+        others = [r for r in ranked if _configuration(r) != _configuration(best)]
+        count = len({_configuration(r) for r in members})
+        nxt, slowest = (others[0], others[-1]) if others else (None, None)
+        out.append(Best(workload, mode, best, count, nxt, slowest))
     return out
+
+
+def _configuration(r: Result) -> tuple[str, object]:
+    return machine_of(r.environment), r.spec
+
+
+def refusal(r: Result, results: Sequence[Result]) -> str:
+    """Why `accelbench optimize` refused this variant (its outputs drift past the search's
+    tolerance, stored with the search's fp32 eager), or "": the fastest of a workload may be
+    one a search would not recommend, and a reader must know before taking it."""
+    tag = r.facts.optimize
+    if tag is None:
+        return ""
+    from ..workflows.optimize import BASELINE, Tolerance  # here: the workflow imports torch
+
+    tags = ((x, x.facts.optimize) for x in results if x.sweep == r.sweep)
+    stored = next((t.tolerance for x, t in tags if t and t.variant == BASELINE), None)
+    if tag.variant == BASELINE or not stored:
+        return ""
+
+    known = {f.name: stored[f.name] for f in fields(Tolerance) if f.name in stored}
+    why = Tolerance(**known).breach(r.facts.drift)
+    return f"refused by its optimize search: {why}" if why else ""
+
+
+def device_namer(results: Sequence[Result]) -> Callable[[Result], str]:
+    """A result's device as a report names it: machine/device where the results span
+    machines, as the results table does."""
+    if len({machine_of(r.environment) for r in results}) > 1:
+        return lambda r: f"{machine_of(r.environment)}/{r.spec.device}"
+    return lambda r: r.spec.device
 
 
 def failures(results: Sequence[Result]) -> list[Result]:
