@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
+from typing import Any
 
 from ..analysis.compare import Row, Speedup, speedup
 from ..analysis.trust import trust_of
@@ -182,7 +183,7 @@ def refusal(r: Result, results: Sequence[Result]) -> str:
     if tag.variant == BASELINE or not stored:
         return ""
 
-    known = {f.name: stored[f.name] for f in fields(Tolerance) if f.name in stored}
+    known: dict[str, Any] = {f.name: stored[f.name] for f in fields(Tolerance) if f.name in stored}
     why = Tolerance(**known).breach(r.facts.drift)
     return f"refused by its optimize search: {why}" if why else ""
 
