@@ -21,6 +21,6 @@ run)
   timed gen_static timeout 200 $AB $GEN --batch-sizes 1,64 --kv-cache static --compile reduce-overhead --db $W/gen.db
   for f in $W/*.db; do $AB results --db $f --json > ${f%.db}.json; done; save ;;
 drift)
-  timed opt_llama timeout 420 $AB optimize llama-1b --device cuda --mode generate --prompt-length 512 --new-tokens 128 --db $W/ol.db
+  timed opt_llama timeout 560 $AB optimize llama-1b --device cuda --mode generate --prompt-length 512 --new-tokens 128 --db $W/ol.db
   for f in $W/*.db; do $AB results --db $f --json > ${f%.db}.json; done; save ;;
 esac
