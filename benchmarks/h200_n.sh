@@ -3,6 +3,7 @@
 # and (part "drift") optimize on llama-1b generate with the drift measure for random weights.
 #   bash benchmarks/h200_n.sh run      (writes $OUT/out_n_run.tgz)
 #   bash benchmarks/h200_n.sh drift    (writes $OUT/out_n_drift.tgz)
+#   bash benchmarks/h200_n.sh drift2   (a shorter generation; writes $OUT/ol2.db, ol2.json, ...)
 export PYTHONPATH=src PYTHONUNBUFFERED=1 COLUMNS=250
 part=$1; W=/tmp/wn_$part; mkdir -p $W
 save() { tar czf $OUT/out_n_$part.tgz -C /tmp wn_$part; }
@@ -23,4 +24,8 @@ run)
 drift)
   timed opt_llama timeout 560 $AB optimize llama-1b --device cuda --mode generate --prompt-length 512 --new-tokens 128 --db $W/ol.db
   for f in $W/*.db; do $AB results --db $f --json > ${f%.db}.json; done; save ;;
+drift2)  # a shorter generation, writing straight to $OUT: bf16's drift end to end
+  $AB optimize llama-1b --device cuda --mode generate --prompt-length 128 --new-tokens 32 \
+    --levers precision,kv_cache --budget 420 --db $OUT/ol2.db > $OUT/opt_llama2.txt 2>&1
+  $AB results --db $OUT/ol2.db --json > $OUT/ol2.json ;;
 esac
