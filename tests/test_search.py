@@ -121,7 +121,7 @@ def test_a_lever_that_breaks_the_model_is_a_finding_left_out_of_every_stack():
     assert broken and broken[0].outcome.startswith("does not apply to this model: RuntimeError")
     with_it = [s for s in bench.specs if s.lever("channels_last", False)]
     assert len(with_it) == 1  # measured alone, then never again
-    assert "channels_last: it failed or drifted alone" in "\n".join(outcome.path())
+    assert "not stacked: channels_last: it failed alone" in "\n".join(outcome.path())
 
 
 def test_alternatives_are_chosen_by_measurement_on_the_finished_stack():
@@ -295,9 +295,18 @@ def test_why_a_lever_was_not_stacked_counts_only_its_finished_variants():
         "(bf16 not finished: budget)"
     )
     assert why(precision, [alone("tf32", "error"), cut]) == (
-        "precision: it failed or drifted alone (bf16 not finished: budget)"
+        "precision: it failed alone (bf16 not finished: budget)"
     )
     assert why(precision, [cut]) == "precision: not finished alone, the search's budget ran out"
+    # each in the words of what happened to it: did not apply, failed, drifted
+    drifted = alone("bf16", "ok")
+    far = {"max_rel_error": 0.5, "top1_agreement": 0.5}
+    drifted.result = replace(drifted.result, metrics={**drifted.result.metrics, "drift": far})
+    assert why(precision, [alone("fp16", "unsupported"), alone("tf32", "error"), drifted]) == (
+        "precision: fp16 does not apply here, tf32 failed alone, bf16 drifted alone (outside "
+        "the tolerance)"
+    )
+    assert why(precision, [alone("fp16", "oom")]) == "precision: it ran out of memory alone"
 
 
 def test_on_generate_the_search_leaves_out_levers_that_do_not_generate():
@@ -491,3 +500,112 @@ def test_the_console_and_json_say_the_same_factors():
     assert f"recommendation: {ORT_INT8}, " in shown
     assert f"where the gain comes from: {gain}" in shown
     assert "not tried: autotune: opt-in: tried only when --levers names it" in shown
+
+
+class ScriptedBench(FakeBench):
+    """Each process of a variant at the rate its script gives, in order: `rates[name][i]` for
+    its process i; a name whose script is a string is unsupported, for that reason."""
+
+    def __init__(self, rates):
+        super().__init__(None)
+        self.rates, self.count = rates, {}
+
+    def measure(self, rung, timeout):
+        self.now += self.seconds
+        self.specs.append(rung.spec)
+        script = self.rates[rung.name]
+        if isinstance(script, str):
+            return Result(spec=rung.spec, status="unsupported", error=script)
+        i = self.count[rung.name] = self.count.get(rung.name, -1) + 1
+        return _result(rung.spec, script[i], seed=len(self.specs), spread=0.0)
+
+
+def _scripted(rates, groups, workload=SEED, device=HOST, mode="infer"):
+    bench = ScriptedBench(rates)
+    search = Search(
+        make_spec(workload, device, mode=mode), device, workload, groups, Tolerance(),
+        bench.measure, lambda spec: None, Budget(1e9, bench.clock), more=bench.more,
+    )  # fmt: skip
+    outcome = search.run()
+    trials = outcome.trials
+    at = {id(t): i for i, t in enumerate(trials)}
+    references = [at.get(id(t.parent)) if t.parent is not None else None for t in trials]
+    verdicts = assess([t.rung for t in trials], [t.result for t in trials], Tolerance(),
+                      references)  # fmt: skip
+    return outcome, verdicts, bench
+
+
+def _line(path, name):
+    return next(line for line in path if line[4:].startswith(f"{name} ("))
+
+
+@pytest.mark.parametrize("slow", [60.0, 40.0])
+def test_the_path_shows_the_tables_figures_with_every_process_in(slow):
+    """fp32 eager's fourth process, `slow` samples/s, lands while 3 threads races it, after
+    1 thread was judged to pay on the first three. The path shows every figure as the table
+    does, with all four in; where that would have decided otherwise (with 40, 1 thread's
+    interval holds 1.0), the figure it was decided on as well, so that its history stays."""
+    from accelbench.cli.optimize import _report
+    from accelbench.engine.measure import StopRule
+    from accelbench.render.console import optimize_table
+    from accelbench.workflows.optimize_plan import Ladder, Searched
+    from accelbench.workloads import WorkloadRef
+
+    rates = {
+        "fp32 eager": [100.0, 104.0, 96.0, slow], "1 thread": [300.0],
+        "3 threads": [106.0] * 4, "6 threads": [101.0] * 4,
+    }  # fmt: skip
+    outcome, verdicts, bench = _scripted(rates, ("threads",))
+    assert bench.count["fp32 eager"] == 3  # a fourth process, after 1 thread was judged
+    searched = Searched(outcome, verdicts)
+    path = searched.path()
+    for v in verdicts[1:]:  # each figure is the table's
+        assert f": {v.speedup.text()}" in _line(path, v.rung.name) or (
+            f"with every process in, {v.speedup.text()}" in _line(path, v.rung.name)
+        )
+    one = next(v for v in verdicts if v.rung.name == "1 thread")
+    then = outcome.trials[1].judged.then  # the figure it was judged on, three processes in
+    assert then.low > 1.0 and then.text() != one.speedup.text()
+    said = _line(path, "1 thread")
+    if slow == 60.0:  # it still pays: the final figure alone
+        assert said == f" 2. 1 thread (alone): pays alone: {one.speedup.text()}"
+        assert "   the stack starts from 1 thread, the fastest alone" in path
+    else:
+        assert not one.speedup.significant
+        assert said == (
+            f" 2. 1 thread (alone): pays alone: decided on {then.text()} at the time; with "
+            f"every process in, {one.speedup.text()}, within noise"
+        )
+        assert "   no lever paid alone, so no stack was built" in path
+        assert recommend(verdicts) is verdicts[0]
+    # --json carries the same path, and each variant's outcome as the path says it
+    ladder = Ladder(
+        WorkloadRef("seed-cnn"), SEED, HOST, bench.specs[0], ("threads",), StopRule(),
+        Tolerance(), 60.0, 1e9, {},
+    )  # fmt: skip
+    report = _report(searched, recommend(verdicts), ladder, "o.db")
+    assert report["path"] == path
+    assert said.endswith(report["variants"][1]["outcome"])
+    shown = " ".join(optimize_table(searched, recommend(verdicts), ladder, width=400).split())
+    assert all(" ".join(line.split()) in shown for line in path)
+
+
+def test_a_lever_that_does_not_apply_is_not_called_failed_or_drifted():
+    rates = {
+        "fp32 eager": [100.0] * 4, "tf32": [150.0] * 4, "fp16": [300.0] * 4,
+        "bf16": "cuda:0 runs no bf16 here",
+        "channels_last": "the model's forward does not take channels_last inputs",
+    }  # fmt: skip
+    outcome, verdicts, _ = _scripted(rates, ("precision", "channels_last"), device=GPU)
+    path = outcome.path()
+    assert _line(path, "channels_last") == (
+        " 5. channels_last (alone): does not apply here: the model's forward does not take "
+        "channels_last inputs"
+    )
+    assert "   not stacked: channels_last: it does not apply here" in path
+    assert ("bf16 on the stack", "it does not apply here") in outcome.not_tried
+    said = "\n".join(path + [why for _, why in outcome.not_tried])
+    assert "failed" not in said and "drifted" not in said
+    # tf32, measured alone, is decided on again as the stack's alternative: a step of its own
+    assert _line(path, "tf32") == f" 2. tf32 (alone): pays alone: {verdicts[1].speedup.text()}"
+    assert any(line.startswith("   tf32 again (measured above): left out") for line in path)

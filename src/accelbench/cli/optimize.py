@@ -188,13 +188,13 @@ def _report(searched: Searched, chosen: Assessment, ladder: Ladder, db: str) -> 
             {
                 **v.to_dict(names),
                 "phase": t.phase,
-                "why": t.why,
-                "outcome": t.outcome,
+                "why": outcome.why_of(t),
+                "outcome": outcome.outcome_of(t),
                 "wall_s": t.wall_s,
             }
             for v, t in zip(verdicts, outcome.trials, strict=True)
         ],
-        "path": outcome.path(),
+        "path": searched.path(),
         "not_tried": {**ladder.not_tried, **dict(outcome.not_tried)},
         "recommended": chosen.rung.name,
         "recommended_speedup": chosen.speedup.to_dict() if chosen.speedup else None,

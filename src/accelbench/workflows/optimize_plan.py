@@ -36,7 +36,9 @@ from .optimize import (
     Rung,
     Tolerance,
     assess,
+    is_launch_bound,
     levers_not_tried,
+    no_gain_reason,
     opt_in_not_asked,
 )
 from .search import Budget, Search, SearchOutcome
@@ -170,6 +172,14 @@ class Searched:
 
     outcome: SearchOutcome
     verdicts: list[Assessment]
+
+    def path(self) -> list[str]:
+        """The search's path as the console and --json show it: each step's figure with every
+        process in, as the table's are, and why each variant that did not pay is known not to."""
+        verdicts = self.verdicts
+        launch_bound = bool(verdicts) and is_launch_bound(verdicts[0].result)
+        reasons = [no_gain_reason(v.rung, v.speedup, launch_bound) for v in verdicts]
+        return self.outcome.path(reasons)
 
 
 def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:

@@ -47,9 +47,18 @@ from ..levers import Lever, Variant, all_levers
 from ..workloads import Workload
 from .optimize import BASELINE, Rung, Tolerance, stack_name
 
-__all__ = ["Budget", "Search", "SearchOutcome", "Trial", "failure_text", "stack_name"]
+__all__ = [
+    "Budget",
+    "Judgement",
+    "Search",
+    "SearchOutcome",
+    "Trial",
+    "failure_text",
+    "stack_name",
+]
 
 ALONE, STACK, ALTERNATIVE, OFFER = "alone", "stack", "alternative", "offer"
+PAID, DRIFT = "paid", "drift"  # a Judgement's kinds beside ALONE and STACK
 # fp32 eager runs in this many processes: their spread is the interval of every variant that
 # ran in one (analysis/compare's pooled interval), so most variants need only one.
 BASELINE_PROCESSES = 3
@@ -80,11 +89,15 @@ class Trial:
     phase: str  # "baseline", ALONE, STACK, ALTERNATIVE or OFFER
     why: str
     wall_s: float
+    # What came of it as the search decided it, on the figures at the time; the path and --json
+    # show `SearchOutcome.outcome_of(trial)`, on the figures with every process in.
     outcome: str = ""
     budget_cut: bool = False  # stopped because the budget ran out, not by its own fault
     # What its gain is judged against: fp32 eager for a variant alone, the stack it was tried
     # on, or a reference of its own (int8 against ONNX Runtime's fp32); None for fp32 eager.
     parent: Trial | None = None
+    judged: Judgement | None = None  # the decision its outcome states, on a figure
+    because: Judgement | None = None  # the figure its reason to be tried rests on
 
     @property
     def measured(self) -> bool:
@@ -92,10 +105,28 @@ class Trial:
 
 
 @dataclass
+class Judgement:
+    """A decision on a figure: `trial`'s gain over `over`, `then` as it stood when the search
+    decided. Processes land after it (fp32 eager's, whose spread every single-process variant
+    borrows, and a raced variant's), so what is shown is the figure with every process in, and
+    the one at the time as well where the final one would have decided otherwise."""
+
+    kind: str  # ALONE: what it came to alone; STACK: kept or left out; PAID: it paid alone
+    trial: Trial
+    over: Trial
+    then: Speedup
+    own: bool = False  # over a reference of its own (int8 over ONNX Runtime's fp32), named
+    lead: str = ""  # DRIFT: the words that decided, which no process changes
+    tail: str = ""  # words after the figure that no process changes (int8's accuracy cost)
+
+
+@dataclass
 class SearchOutcome:
     trials: list[Trial] = field(default_factory=list)
     not_tried: list[tuple[str, str]] = field(default_factory=list)  # (variant, why not)
-    steps: list[Trial | str] = field(default_factory=list)  # what the search did, in order
+    # What the search did, in order: a variant measured, a decision in words, or a variant
+    # measured before decided on again (a precision alone, then as the stack's alternative).
+    steps: list[Trial | str | Judgement] = field(default_factory=list)
     wall_s: float = 0.0
     skipped_groups: set[str] = field(default_factory=set)  # the groups of variants not tried
 
@@ -118,14 +149,90 @@ class SearchOutcome:
             if isinstance(step, str):
                 lines.append(f"   {step}")
                 continue
-            why = "" if step.phase in (ALONE, "baseline") else f", because {step.why}"
-            outcome = f": {step.outcome}" if step.outcome else ""
+            if isinstance(step, Judgement):
+                text = judgement_text(step, self.final(step))
+                lines.append(f"   {step.trial.rung.name} again (measured above): {text}")
+                continue
+            why = "" if step.phase in (ALONE, "baseline") else f", because {self.why_of(step)}"
+            text = self.outcome_of(step)
+            outcome = f": {text}" if text else ""
             known = reasons[n] if n < len(reasons) and reasons[n] else ""
             n += 1
             lines.append(f"{n:2}. {step.rung.name} ({step.phase}{why}){outcome}")
             if known:
                 lines[-1] += f" ({known})"
         return lines
+
+    def final(self, judged: Judgement) -> Speedup:
+        """The judged gain with every process in: as the table's figures are taken (fp32
+        eager's spread lent to a side measured in one process)."""
+        base = self.baseline
+        spread = base.result if base is not None and base.measured else None
+        return speedup(judged.trial.result, judged.over.result, spread_from=spread)
+
+    def outcome_of(self, trial: Trial) -> str:
+        """What came of `trial`, on the figures with every process in."""
+        if trial.judged is None:
+            return trial.outcome
+        return judgement_text(trial.judged, self.final(trial.judged))
+
+    def why_of(self, trial: Trial) -> str:
+        """Why `trial` was tried, with the figure that reason rests on as it ended."""
+        if trial.because is None:
+            return trial.why
+        final = self.final(trial.because)
+        return f"{trial.why} ({_figure(trial.because, final)})"
+
+
+_PAYS = "pays"
+_AGAINST = {"undetermined": "undetermined against", "slower": "slower than"}
+_PLAIN = {_PAYS: "a gain beyond noise"}  # a category in words, after a figure
+
+
+def _category(gain: Speedup) -> str:
+    """A gain as the search reads it: real, too few processes to tell, a loss, or noise."""
+    if gain.low > 1.0:
+        return _PAYS
+    if gain.no_interval:
+        return "undetermined"
+    return "slower" if gain.high < 1.0 else "within noise"
+
+
+def _decision(judged: Judgement, gain: Speedup) -> str:
+    """What `gain` decides for `judged`: alone, which of the categories; elsewhere whether
+    it pays (kept on the stack, a reason to try it there)."""
+    category = _category(gain)
+    return category if judged.kind == ALONE else str(category == _PAYS)
+
+
+def _words(judged: Judgement, gain: Speedup) -> str:
+    category, over = _category(gain), judged.over.rung.name
+    if judged.kind == STACK:
+        if category == _PAYS:
+            return f"kept over {over}"
+        return f"left out: {_AGAINST.get(category, category + ' of')} {over}"
+    own = f" over {over}" if judged.own else ""
+    return f"pays{own or ' alone'}" if category == _PAYS else f"{category}{own}"
+
+
+def _figure(judged: Judgement, final: Speedup) -> str:
+    """The final figure, preceded by the one at the time where the two decide otherwise."""
+    if _decision(judged, final) == _decision(judged, judged.then):
+        return final.text()
+    return f"decided on {judged.then.text()} at the time; with every process in, {final.text()}"
+
+
+def judgement_text(judged: Judgement, final: Speedup) -> str:
+    """A decision in words with the `final` figure, and the one at the time where the final
+    one would have decided otherwise ("pays alone: decided on 2.41x [1.42–4.09] at the time;
+    with every process in, 2.11x [0.77–5.79] (n.s.), within noise")."""
+    if judged.kind == DRIFT:  # the drift decided: the figure is what it is
+        return f"{judged.lead} ({final.text()} over {judged.over.rung.name}){judged.tail}"
+    if _decision(judged, final) == _decision(judged, judged.then):
+        return f"{_words(judged, final)}: {final.text()}{judged.tail}"
+    category = _category(final)
+    figure = f"{_figure(judged, final)}, {_PLAIN.get(category, category)}"
+    return f"{_words(judged, judged.then)}: {figure}{judged.tail}"
 
 
 def _close(gain: Speedup) -> bool:
@@ -285,11 +392,13 @@ class Search:
         tried = {stack.rung.group}
         self.out.steps.append(f"the stack starts from {stack.rung.name}, the fastest alone")
         while (pick := self._next_candidate(stack, base, singles, tried)) is not None:
-            choice, reason = pick
+            choice, reason, because = pick
             tried.add(choice.rung.group)
             spec = _merge(stack.result.spec, choice.result.spec, self.base)
             rung = Rung(stack_name(spec, self.base), spec, choice.rung.group)
             trial = self._try_spec(rung, STACK, reason, stack)
+            if trial is not None and trial.phase == STACK and trial.why == reason:
+                trial.because = trial.because or because  # measured here, not reached before
             if trial is not None and self._keep(trial, stack):
                 stack = trial
         measured = {t.rung.group for t in singles}  # a lever not measured alone is in not_tried
@@ -300,7 +409,11 @@ class Search:
 
     def _refine(self, stack: Trial, singles: list[Trial], base: Trial) -> Trial:
         # one the budget cut short did not fail: it is tried again (or said not tried)
-        failed = {t.rung.name for t in singles if not self._usable(t) and not t.budget_cut}
+        failed = {
+            t.rung.name: f"it {self._unusable(t)}"
+            for t in singles
+            if not self._usable(t) and not t.budget_cut
+        }
         slower = {t.rung.name for t in singles if (g := self._gain(t, base)) and g.high < 1.0}
         alone = {t.rung.name: g.ratio for t in singles if (g := self._gain(t, base))}
         in_stack = [lever for lever in self._stackable() if lever.active(stack.result.spec)]
@@ -310,8 +423,8 @@ class Search:
             for v in sorted(alternatives, key=lambda v: (v.cost, -alone.get(v.name, 0.0))):
                 if v.group not in self.groups:
                     continue  # an opt-in group not asked for (max-autotune)
-                if v.name in failed | slower:
-                    why = "it failed or drifted alone" if v.name in failed else "slower alone"
+                if v.name in failed.keys() | slower:
+                    why = failed.get(v.name, "slower alone")
                     self.out.skip(f"{v.name} on the stack", why, v.group)
                     continue
                 name = stack_name(v.spec, self.base)
@@ -341,10 +454,11 @@ class Search:
     # --- choosing ---------------------------------------------------------------------------
     def _next_candidate(
         self, stack: Trial, base: Trial, singles: list[Trial], tried: set[str]
-    ) -> tuple[Trial, str] | None:
-        """The next lever to try on the stack, with its best variant alone and the reason:
-        those that paid alone first (by their speedup), then those known to pay with it."""
-        found = []
+    ) -> tuple[Trial, str, Judgement | None] | None:
+        """The next lever to try on the stack, with its best variant alone and the reason (and
+        the figure it rests on): those that paid alone first (by their speedup), then those
+        known to pay with it."""
+        found: list[tuple[int, float, Trial, str, Judgement | None]] = []
         for lever in self._stackable():
             if lever.name in tried:
                 continue
@@ -352,14 +466,15 @@ class Search:
             if best is None:
                 continue
             gain = self._gain(best, base)
-            if self._beats(best, base):
-                found.append((0, -gain.ratio, best, f"it paid alone ({gain.text()})"))  # type: ignore[union-attr]
+            if gain is not None and self._beats(best, base):
+                paid = Judgement(PAID, best, base, gain)
+                found.append((0, -gain.ratio, best, "it paid alone", paid))
             elif reason := lever.pays_with(stack.result.spec):
-                found.append((1, 0.0, best, reason))
+                found.append((1, 0.0, best, reason, None))
         if not found:
             return None
-        _, _, best, reason = min(found, key=lambda f: (f[0], f[1]))
-        return best, reason
+        _, _, best, reason, because = min(found, key=lambda f: (f[0], f[1]))
+        return best, reason, because
 
     def _best_alone(
         self, lever: Lever, base: Trial, singles: list[Trial], stack: RunSpec
@@ -377,31 +492,53 @@ class Search:
         if not done:
             return f"{lever.title}: not finished alone, the search's budget ran out"
         if not any(self._usable(t) for t in done):
-            return f"{lever.title}: it failed or drifted alone{cut}"
+            return f"{lever.title}: {self._unusable_text(done)}{cut}"
         return (
             f"{lever.title}: it did not pay alone, and nothing known makes it pay on this "
             f"stack{cut}"
         )
 
+    def _unusable_text(self, trials: Sequence[Trial]) -> str:
+        """What happened to `trials` alone, none of them usable: "it does not apply here";
+        "tf32 failed alone, bf16 drifted alone (outside the tolerance)"."""
+        said: dict[str, list[str]] = {}
+        for t in trials:
+            said.setdefault(self._unusable(t), []).append(t.rung.name)
+        if len(said) == 1:
+            return f"it {next(iter(said))}"
+        return ", ".join(f"{', '.join(names)} {words}" for words, names in said.items())
+
+    def _unusable(self, trial: Trial) -> str:
+        """Why `trial` may not be used, in the words of its own step."""
+        status = trial.result.status
+        if trial.measured:
+            return "drifted alone (outside the tolerance)"
+        if status == "unsupported":
+            return "does not apply here"
+        if status == "oom":
+            return "ran out of memory alone"
+        return "failed alone" if status == "error" else f"failed alone ({status})"
+
     def _keep(self, trial: Trial, reference: Trial) -> bool:
         """Whether `trial` replaces `reference`; its outcome says why or why not."""
         if not trial.measured:
             return False
+        # measured before and decided on against another (a precision alone, now the stack's
+        # alternative): its step keeps that decision, and this one is a step of its own
+        again = trial.judged is not None and trial.judged.over is not reference
+        breach = self.tolerance.breach(trial.result.facts.drift)
         gain = self._gain(trial, reference)
-        if not self._usable(trial):
+        if breach or gain is None:
+            if not again:
+                trial.judged = None
+                trial.outcome = f"left out: outside the tolerance: {breach}" if breach else ""
             return False
-        if gain is not None and gain.low > 1.0:
-            trial.outcome = f"kept: {gain.text()} over {reference.rung.name}"
-            return True
-        verdict = (
-            "undetermined against"
-            if gain and gain.no_interval
-            else ("slower than" if gain and gain.high < 1.0 else "within noise of")
-        )
-        trial.outcome = (
-            f"left out: {verdict} {reference.rung.name} ({gain.text() if gain else '—'})"
-        )
-        return False
+        judged = Judgement(STACK, trial, reference, gain)
+        if again:
+            self.out.steps.append(judged)
+        else:
+            trial.judged, trial.outcome = judged, judgement_text(judged, gain)
+        return gain.low > 1.0
 
     def _usable(self, trial: Trial) -> bool:
         return trial.measured and self.tolerance.breach(trial.result.facts.drift) is None
@@ -519,24 +656,23 @@ class Search:
         return trial
 
     def _alone_outcome(self, trial: Trial, ref: Trial) -> str:
+        """What `trial` came to alone, on the figure now; its `judged` keeps the decision for
+        the path to show with every process in."""
         if not trial.measured:
             return trial.outcome
         breach = self.tolerance.breach(trial.result.facts.drift)
         gain = self._gain(trial, ref)
         own = ref is not self.reference  # judged against a reference of its own
-        if breach:
-            over = f" ({gain.text()} over {ref.rung.name})" if own and gain else ""
-            return f"outside the tolerance: {breach}{over}"
+        trial.judged = None
+        if breach and not (own and gain):
+            return f"outside the tolerance: {breach}"
         if gain is None:
             return ""
-        over = f" over {ref.rung.name}" if own else ""
-        if gain.low > 1.0:
-            found = f"pays{over}: {gain.text()}" if own else f"pays alone: {gain.text()}"
-        elif gain.no_interval:  # no noise to be within: too few samples to tell anything
-            found = f"undetermined{over}: {gain.text()}"
-        else:
-            found = f"{'slower' if gain.high < 1.0 else 'within noise'}{over}: {gain.text()}"
-        return f"{found}{_accuracy_cost(trial, ref)}" if own else found
+        lead = f"outside the tolerance: {breach}" if breach else ""
+        cost = _accuracy_cost(trial, ref) if own and not breach else ""
+        kind = DRIFT if breach else ALONE
+        trial.judged = Judgement(kind, trial, ref, gain, own, lead, cost)
+        return judgement_text(trial.judged, gain)
 
 
 def _references_first(variants: Sequence[Variant]) -> list[Variant]:

@@ -64,7 +64,7 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
     for v, trial in zip(verdicts, outcome.trials, strict=True):
         table.add_row(v.rung.name, *_optimize_cells(v, trial, ladder.tolerance))
     notes.append(f"the search's path ({outcome.wall_s:.0f} s of a {ladder.budget:.0f} s budget):")
-    notes += outcome.path(_reasons(verdicts))
+    notes += searched.path()
     not_tried = {**ladder.not_tried, **dict(outcome.not_tried)}
     notes += [f"not tried: {name}: {why}" for name, why in not_tried.items()]
     notes += _backend_notes(verdicts)
@@ -108,14 +108,6 @@ def _undetermined_notes(verdicts: Sequence[Assessment], tolerance: Tolerance) ->
         if not v.baseline and (why := tolerance.tokens_undetermined(drift)):
             notes.append(f"{v.rung.name}: {why}; judged on its logits alone")
     return notes
-
-
-def _reasons(verdicts: Sequence[Assessment]) -> list[str]:
-    """Why each variant that did not pay is known not to ("" where it is not known)."""
-    from ...workflows.optimize import is_launch_bound, no_gain_reason
-
-    launch_bound = bool(verdicts) and is_launch_bound(verdicts[0].result)
-    return [no_gain_reason(v.rung, v.speedup, launch_bound) for v in verdicts]
 
 
 def _backend_notes(verdicts: Sequence[Assessment]) -> list[str]:
