@@ -1,5 +1,8 @@
 """Pruning: unstructured zeros keep every shape; channel pruning makes the model smaller and it
-still runs; both are inference levers, refused for training with the reason."""
+still runs; both are inference levers, refused for training with the reason; whether a model
+has anything to prune is found in the worker, never while the command plans."""
+
+import json
 
 import pytest
 import torch
@@ -9,11 +12,14 @@ from accelbench.backends import build
 from accelbench.core.result import RunSpec
 from accelbench.devices import resolve_devices
 from accelbench.engine.runner import run_one
-from accelbench.levers import label, spec_with, unsupported_reason
+from accelbench.levers import label, refused_by_model, spec_with, unsupported_reason
 from accelbench.levers.prune import parse_pruning
 from accelbench.levers.prune_model import prune_model
 from accelbench.workloads import Workload, get_workload
 from accelbench.workloads.base import random_images
+from accelbench.workloads.described import described, facts_of
+
+from .conftest import run_cli
 
 CPU = resolve_devices("cpu")[0]
 PRUNABLE = (nn.Conv2d, nn.Linear)
@@ -111,14 +117,58 @@ def test_what_cannot_be_pruned_is_unsupported_with_a_one_line_reason():
     train = unsupported_reason(_spec("channels:0.5", mode="train"), CPU, get_workload("seed-cnn"))
     assert train and "pruning is an inference lever here" in train
     mlp = get_workload("mlp")
-    assert "has no convolutions" in unsupported_reason(_spec("channels:0.5", "mlp"), CPU, mlp)
-    assert unsupported_reason(_spec("unstructured:0.5", "mlp"), CPU, mlp) is None
-    flat = unsupported_reason(_spec("channels:0.5", "flattened"), CPU, _FlattenedByHand())
+    # what the model can take is found by pruning it: in the worker (refused_by_model)
+    assert unsupported_reason(_spec("channels:0.5", "mlp"), CPU, mlp) is None
+    assert "has no convolutions" in refused_by_model(_spec("channels:0.5", "mlp"), mlp)
+    assert refused_by_model(_spec("unstructured:0.5", "mlp"), mlp) is None
+    flat = refused_by_model(_spec("channels:0.5", "flattened"), _FlattenedByHand())
     assert flat == (
         "pruning: flattened: no convolution channel can be removed without changing the output"
     )
     result = run_one(get_workload("seed-cnn"), CPU, blocks=1, pruning="channels:0.5")
     assert result.status == "unsupported" and "inference lever" in result.error
+    result = run_one(_FlattenedByHand(), CPU, blocks=1, mode="infer", pruning="channels:0.5")
+    assert (result.status, result.error) == ("unsupported", flat)
+
+
+def test_planning_a_pruned_variant_never_builds_the_model():
+    """The command plans a --model from a worker's facts; building it there is a bug."""
+    facts = facts_of(get_workload("seed-cnn"))
+    for pruning in ("unstructured:0.5", "channels:0.3"):
+        spec = _spec(pruning)
+        assert unsupported_reason(spec, CPU, described(facts)) is None
+        with pytest.raises(RuntimeError, match="only workers may"):
+            refused_by_model(spec, described(facts))
+
+
+CNN = """
+from torch import nn
+
+
+def make_cnn():
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10),
+    )
+"""
+
+
+def test_optimize_tries_pruning_on_a_model_file_in_the_workers(tmp_path):
+    """The pruning lever's check builds the model: it ran in the command and crashed it."""
+    (tmp_path / "cnn.py").write_text(CNN)
+    out = run_cli(
+        *("optimize", "--model", f"{tmp_path / 'cnn.py'}:make_cnn", "--input-shape", "3x16x16"),
+        *("--num-classes", "10", "--device", "cpu", "--mode", "infer", "--levers", "pruning"),
+        *("--epochs", "2", "--budget", "120", "--json", "--db", str(tmp_path / "o.db")),
+    )
+    assert out.returncode == 0, out.stderr
+    assert "accelbench bug" not in out.stdout + out.stderr
+    ran = {v["variant"]: (v["status"], v["error"]) for v in json.loads(out.stdout)["variants"]}
+    assert ran == {
+        "fp32 eager": ("ok", ""),
+        "pruned unstructured:0.5": ("ok", ""),
+        "pruned channels:0.3": ("ok", ""),
+    }
 
 
 def test_a_pruned_run_reports_its_parameters_in_the_metrics():

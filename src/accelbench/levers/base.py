@@ -193,13 +193,16 @@ class Lever:
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
         """Why this configuration cannot take the lever's value, or None (asked of active
-        levers only, as are the methods below)."""
+        levers only, as are the methods below). The command asks it while planning, of a
+        workload that may be only a worker's facts: it reads those, never builds the model."""
         return None
 
     def refused_by_model(self, spec: RunSpec, workload: Workload) -> str | None:
         """Why the model itself cannot take this lever, where only running it can tell (a
-        forward that `.view()`s a channels_last tensor); called in the worker, before
-        anything is built, only when the lever is active. None: it can, or cannot be told."""
+        forward that `.view()`s a channels_last tensor, a model with nothing to prune); called
+        in the worker, before anything is built, only when the lever is active (never while
+        planning: that is `unsupported`, which may not build the model). None: it can, or
+        cannot be told."""
         return None
 
     def apply_model(self, prep: Prepared, value: Value) -> None:

@@ -71,14 +71,20 @@ class Pruning(Lever):
         return f"pruned-{value}"
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
-        from .prune_model import trial
-
         if spec.mode != "infer":
             return (
                 "pruning is an inference lever here (a pruned model needs fine-tuning, which a "
                 "training benchmark does not do); use --modes infer"
             )
-        return trial(workload, *parse_pruning(str(self.value(spec))))
+        return None
+
+    def refused_by_model(self, spec: RunSpec, workload: Workload) -> str | None:
+        """Whether the model has anything to prune is found by pruning a CPU copy of it: that
+        builds and runs the user's model, so it is asked in the worker, never while planning."""
+        from .prune_model import trial
+
+        reason = trial(workload, *parse_pruning(str(self.value(spec))))
+        return f"{self.name}: {reason}" if reason else None
 
     def apply_model(self, prep: Prepared, value: Value) -> None:
         from .prune_model import prune_with_info

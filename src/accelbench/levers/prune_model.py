@@ -171,18 +171,8 @@ def _convs_feeding_linear(model: nn.Module, inputs: torch.Tensor, forward: Forwa
 
 
 def trial(workload: Workload, kind: str, amount: float) -> str | None:
-    """Prune a fresh CPU copy of the model (once per workload and setting): why it cannot be
-    pruned, or None. Kept with the workload, so a sweep tries each setting once."""
-    key = (id(workload), kind, amount)
-    if key not in _TRIALS:
-        _TRIALS[key] = (workload, _try(workload, kind, amount))  # holding it keeps the id unique
-    return _TRIALS[key][1]
-
-
-_TRIALS: dict[tuple[int, str, float], tuple[Workload, str | None]] = {}
-
-
-def _try(workload: Workload, kind: str, amount: float) -> str | None:
+    """Prune a fresh CPU copy of the model: why it cannot be pruned, or None. It builds and
+    runs the user's model, so only a worker may call it (the lever's `refused_by_model`)."""
     with torch.random.fork_rng(devices=[]):  # leave the caller's random state as it was
         torch.manual_seed(0)
         model = workload.build_model().eval()
