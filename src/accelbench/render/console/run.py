@@ -67,7 +67,7 @@ def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
             notes.setdefault(note, []).append(who)
         for note in _device_notes(r):
             notes.setdefault(note, []).append(r.spec.device)
-    lines = [_legend(results)]
+    lines = [_legend(results, headers)]
     for note, whos in notes.items():
         unique = list(dict.fromkeys(whos))
         lines.append(f"{'all' if len(whos) == len(results) else '; '.join(unique)}: {note}")
@@ -107,16 +107,21 @@ def _latency_notes(r: Result) -> list[str]:
 def _headers(results: Sequence[Result]) -> tuple[str, ...]:
     """The run table's columns: a generation's TTFT and TPOT where there is one; its
     samples are tokens where every row generates, and FLOP/s and MFU are then the
-    prefill's, in the notes."""
-    if not any(r.spec.mode == GENERATE for r in results):
-        return _RUN_HEADERS
-    at = _RUN_HEADERS.index("step time") + 1
-    headers = (*_RUN_HEADERS[:at], "TTFT", "TPOT", *_RUN_HEADERS[at:])
+    prefill's, in the notes. A column that says nothing here is left out: MFU where no
+    device has a peak figure, vs CPU where every row ran on the CPU."""
+    headers: tuple[str, ...] = _RUN_HEADERS
+    if any(r.spec.mode == GENERATE for r in results):
+        at = _RUN_HEADERS.index("step time") + 1
+        headers = (*_RUN_HEADERS[:at], "TTFT", "TPOT", *_RUN_HEADERS[at:])
+    left_out: set[str] = set()
     if all(r.spec.mode == GENERATE for r in results):
-        left_out = ("TFLOP/s", "MFU")
+        left_out |= {"TFLOP/s", "MFU"}
         headers = tuple("tokens/s" if h == "samples/s" else h for h in headers)
-        headers = tuple(h for h in headers if h not in left_out)
-    return headers
+    if all(r.facts.flops.mfu is None for r in results):
+        left_out.add("MFU")
+    if all(is_baseline(r.spec.device) for r in results):
+        left_out.add("vs CPU")
+    return tuple(h for h in headers if h not in left_out)
 
 
 def _figures(r: Result, cpu_rate: float | None, unit: str = "") -> dict[str, str]:
@@ -144,7 +149,7 @@ def _figures(r: Result, cpu_rate: float | None, unit: str = "") -> dict[str, str
     }
 
 
-def _legend(results: Sequence[Result]) -> str:
+def _legend(results: Sequence[Result], headers: Sequence[str]) -> str:
     if not any(r.measurement for r in results):
         return ""
     generate = ""
@@ -165,6 +170,8 @@ def _legend(results: Sequence[Result]) -> str:
         "process, distribution-free over its its, holding for that process only); IQR over all "
         "its; step time = it time / steps per it; TFLOP/s "
         "from FLOPs counted by torch.utils.flop_counter; MFU against the device's peak for the "
-        "precision; first it = the first warm-up it (compilation, autotuning); vs CPU = ratio "
-        "against the same configuration on the CPU." + generate
+        "precision; first it = the first warm-up it (compilation, autotuning)"
+        + ("; vs CPU = ratio against the same configuration on the CPU" * ("vs CPU" in headers))
+        + "."
+        + generate
     )
