@@ -123,7 +123,7 @@ def test_a_forward_that_exits_crashes_or_hangs_ends_only_its_configuration(tmp_p
         timeout=120,
     )
     assert time.monotonic() - began < 60, "the hanging forward was waited for"
-    assert out.returncode == 1, out.stderr  # failed configurations, as the README says
+    assert out.returncode == 1, out.stderr  # failed configurations, as docs/commands/run.md says
     assert "killed by SIGSEGV" in out.stdout and "exit code 1" in out.stdout
     with Store(db) as store:
         stored = sorted(store.results(), key=lambda r: r.spec.batch_size)

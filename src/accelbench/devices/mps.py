@@ -1,7 +1,7 @@
 """Apple-silicon (and AMD-on-Intel-Mac) GPUs through Metal (PyTorch's `mps`).
 
 Written from PyTorch's documented `torch.mps` API; no Mac was at hand, so it has not been
-executed by us (the README, and every result's caveat, say so).
+executed by us (docs/platforms.md, and every result's caveat, say so).
 """
 
 from __future__ import annotations
