@@ -85,3 +85,25 @@ def test_duplicate_registration_is_an_error():
 
     with pytest.raises(ValueError, match="no name"):
         register(Nameless)  # type: ignore[type-abstract]
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"precision": "fp8"}, "unknown precision 'fp8'; valid: fp32, tf32, fp16, bf16, int8"),
+        ({"mode": "serve"}, "unknown mode 'serve'; valid: train, infer, generate"),
+        ({"backend": "tvm"}, "unknown backend 'tvm'; valid: torch, onnxruntime"),
+        ({"batch_size": 0}, "batch_size must be a positive integer, not 0"),
+        ({"batch_size": True}, "batch_size must be a positive integer, not True"),
+        ({"colour": "red"}, "registered"),  # neither a field nor a lever: both are named
+        ({"compile": "fast"}, "invalid value 'fast'"),
+    ],
+)
+def test_make_spec_refuses_bad_requests_in_one_line_of_the_error_tree(options, said):
+    """Issue 28 item 3: make_spec(precision="fp8") was accepted, and a bad name raised
+    KeyError outside AccelbenchError."""
+    from accelbench.errors import UsageError
+
+    with pytest.raises(UsageError, match=said.replace("(", r"\(")) as caught:
+        make_spec(get_workload("seed-cnn"), CPU, **options)
+    assert "\n" not in str(caught.value)

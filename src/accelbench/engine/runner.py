@@ -11,17 +11,18 @@ from typing import Any
 
 from ..analysis.metrics import model_facts
 from ..backends import Runnable, block_function, build, checks_drift, unsupported
+from ..backends.base import backend_for
 from ..core import metrics as keys
 from ..core.explanation import ProfileRequest
 from ..core.metrics import OWN_STEPS, P99_MIN_SAMPLES, Latency, Overhead
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
-from ..core.vocab import GENERATE
+from ..core.vocab import BACKENDS, GENERATE, MODES, PRECISIONS
 from ..devices import Device, MemoryReading, is_out_of_memory
 from ..devices.base import PeakSampler
 from ..devices.fingerprint import fingerprint
 from ..devices.power import PowerMeter
-from ..errors import one_line
+from ..errors import UsageError, one_line
 from ..levers import Prepared, find_lever, refused_by_model, spec_with, warmup_needed
 from ..workloads import Workload
 from .measure import StopRule, measure
@@ -47,8 +48,9 @@ LATENCY_STOP = StopRule(
 
 def make_spec(workload: Workload, device: Device, **options: Any) -> RunSpec:
     """A RunSpec with the workload's defaults; `options` set RunSpec fields (mode, precision,
-    batch_size...) or levers by name (channels_last=True, compile="default"...). KeyError names
-    the registered levers for a name that is neither."""
+    batch_size...) or levers by name (channels_last=True, compile="default"...). UsageError, in
+    one line naming the valid choices, for an option that is neither, an unknown mode,
+    precision or backend, a size that is not a positive integer, or a lever's bad value."""
     given = {k: v for k, v in options.items() if v is not None}
     fields = {f.name for f in dataclasses.fields(RunSpec)} - {"levers"}
     spec = RunSpec(
@@ -60,7 +62,29 @@ def make_spec(workload: Workload, device: Device, **options: Any) -> RunSpec:
             **{k: v for k, v in given.items() if k in fields},
         }
     )
-    return spec_with(spec, **{k: v for k, v in given.items() if k not in fields})
+    _check_fields(spec)
+    try:
+        return spec_with(spec, **{k: v for k, v in given.items() if k not in fields})
+    except KeyError as exc:  # a name that is neither a field nor a lever
+        raise UsageError(f"{exc.args[0]}; or a field: {', '.join(sorted(fields))}") from None
+    except ValueError as exc:  # a lever's value
+        raise UsageError(one_line(exc)) from None
+
+
+def _check_fields(spec: RunSpec) -> None:
+    """The spec's own fields against their vocabularies (core/vocab, the backends')."""
+    for name, value, valid in (
+        ("mode", spec.mode, MODES),
+        ("precision", spec.precision, PRECISIONS),
+    ):
+        if value not in valid:
+            raise UsageError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+    if backend_for(spec.backend) is None:
+        raise UsageError(f"unknown backend {spec.backend!r}; valid: {', '.join(BACKENDS)}")
+    for name in ("batch_size", "steps_per_block", "prompt_length", "new_tokens"):
+        value = getattr(spec, name)
+        if value is not None and (type(value) is not int or value < 1):  # a bool is no size
+            raise UsageError(f"{name} must be a positive integer, not {value!r}")
 
 
 def run_config(
