@@ -32,3 +32,26 @@ def test_importing_accelbench_imports_no_torch():
     code = "import sys, accelbench; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_optimize_is_a_function_returning_what_the_command_renders(tmp_path):
+    """Issue 28 item 4: the library does what `accelbench optimize` does, from a typed
+    request; the value returned is the one the console and --json render."""
+    db = tmp_path / "o.db"
+    request = accelbench.OptimizeRequest(
+        accelbench.WorkloadRef("mlp"), device="cpu", mode="infer", levers=("threads",),
+        epochs=2, budget=120,
+    )  # fmt: skip
+    searched = accelbench.optimize(request, db=db)
+    names = [v.rung.name for v in searched.verdicts]
+    assert names[0] == "fp32 eager" and len(names) > 1
+    assert searched.path()[0].strip() == "1. fp32 eager (baseline)"
+    assert accelbench.recommend(searched.verdicts).rung.name in names
+    with accelbench.Store(db) as store:
+        assert len({r.spec for r in store.results()}) == len(names)  # each variant stored
+
+
+def test_a_bad_request_is_a_usage_error_before_anything_runs():
+    request = accelbench.OptimizeRequest(accelbench.WorkloadRef("mlp"), device="cpu", mode="x")
+    with pytest.raises(accelbench.UsageError):
+        accelbench.optimize(request)

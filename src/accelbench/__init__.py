@@ -14,6 +14,21 @@ from .core.version import __version__
 # public name -> module that defines it ("module:name" where the name there differs)
 _EXPORTS = {
     "AccelbenchError": "errors",
+    "UsageError": "errors",
+    "MissingDependency": "errors",
+    "DeviceError": "errors",
+    "WorkloadError": "errors",
+    "StoreError": "errors",
+    "optimize": "workflows.optimize_plan",
+    "OptimizeRequest": "workflows.optimize_plan",
+    "Searched": "workflows.optimize_plan",
+    "Tolerance": "workflows.optimize",
+    "recommend": "workflows.optimize",
+    "verify": "workflows.verify",
+    "VerifySettings": "workflows.verify:Settings",
+    "compare": "analysis.compare",
+    "Filters": "store.db",
+    "WorkloadRef": "workloads",
     "benchmark": "workflows.benchmark",
     "explain": "workflows.explain",
     "Explanation": "core.explanation",
@@ -39,6 +54,7 @@ _EXPORTS = {
     "Variant": "levers",
     "register_lever": "levers:register",
     "label": "levers",
+    "find_dimension": "levers",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -52,6 +68,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # let type checkers and editors see the real names
+    from .analysis.compare import compare
     from .core.explanation import Explanation
     from .core.result import Result, RunSpec
     from .core.stats import Measurement
@@ -59,10 +76,21 @@ if TYPE_CHECKING:  # let type checkers and editors see the real names
     from .engine.measure import StopRule, measure
     from .engine.runner import make_spec, run_config, run_one
     from .engine.track import track
-    from .errors import AccelbenchError
-    from .levers import Lever, Variant, label
+    from .errors import (
+        AccelbenchError,
+        DeviceError,
+        MissingDependency,
+        StoreError,
+        UsageError,
+        WorkloadError,
+    )
+    from .levers import Lever, Variant, find_dimension, label
     from .levers import register as register_lever
-    from .store.db import Store
+    from .store.db import Filters, Store
     from .workflows.benchmark import benchmark
     from .workflows.explain import explain
-    from .workloads import Workload, get_workload, list_workloads, register
+    from .workflows.optimize import Tolerance, recommend
+    from .workflows.optimize_plan import OptimizeRequest, Searched, optimize
+    from .workflows.verify import Settings as VerifySettings
+    from .workflows.verify import verify
+    from .workloads import Workload, WorkloadRef, get_workload, list_workloads, register

@@ -48,6 +48,7 @@ __all__ = [
     "BenchmarkRequest",
     "Plan",
     "benchmark",
+    "open_store",
     "plan",
     "run_plan",
     "resumable",
@@ -477,12 +478,12 @@ def run_stored(
     quiet: bool = True,
 ) -> list[Result]:
     """Run a checked plan, stored in `db` (or in a scratch database that goes with the call)."""
-    with _store(db) as store:
+    with open_store(db) as store:
         return run_plan(checked, store, resume=resume, quiet=quiet)
 
 
 @contextmanager
-def _store(db: str | Path | None) -> Iterator[Store]:
+def open_store(db: str | Path | None) -> Iterator[Store]:
     """The database at `db`, or a scratch one that disappears with the call."""
     if db is not None:
         with Store(db) as store:

@@ -11,6 +11,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from ..analysis.metrics import Analyzer
 from ..analysis.trust import with_trust
@@ -31,6 +32,7 @@ from ..levers import default_groups
 from ..store.db import Store
 from ..workloads import Workload, WorkloadRef
 from ..workloads.llm import LanguageModel
+from .benchmark import open_store
 from .optimize import (
     Assessment,
     Rung,
@@ -43,7 +45,7 @@ from .optimize import (
 )
 from .search import Budget, Search, SearchOutcome
 
-__all__ = ["Ladder", "OptimizeRequest", "Searched", "plan_ladder", "run_ladder"]
+__all__ = ["Ladder", "OptimizeRequest", "Searched", "optimize", "plan_ladder", "run_ladder"]
 
 # Timed seconds per variant under the adaptive rule: it stops sooner once the median's 95% CI
 # is within 2%, which a GPU's steady steps reach in a few seconds.
@@ -231,6 +233,18 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
         [t.rung for t in trials], [t.result for t in trials], plan.tolerance, references
     )
     return Searched(outcome, verdicts)
+
+
+def optimize(
+    request: OptimizeRequest, db: str | Path | None = None, quiet: bool = True
+) -> Searched:
+    """`accelbench optimize` as a function: plan the search `request` asks for and run it,
+    each variant in its own worker, stored in `db` as it lands (without `db`, in a scratch
+    database that goes with the call). The returned value is what the command renders: the
+    variants judged against fp32 eager, and `recommend(searched.verdicts)` the choice."""
+    ladder = plan_ladder(request)
+    with open_store(db) as store:
+        return run_ladder(ladder, store, quiet=quiet)
 
 
 def _settled(result: Result) -> Result:
