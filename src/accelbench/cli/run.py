@@ -229,7 +229,7 @@ def _add_switches(timing: argparse._ArgumentGroup) -> None:
         "--no-latency",
         action="store_true",
         help="skip timing inference configurations at batch 1 for their per-request latency "
-        "(p50, p90, p99; each step timed alone, up to 1,000 steps or 5 s)",
+        "(p50, p90, p99; each step timed alone, up to 1,000 steps or 10 s)",
     )
 
 
