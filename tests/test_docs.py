@@ -93,3 +93,10 @@ def test_relative_links_lead_to_files(page):
             continue
         path = (page.parent / target.split("#")[0]).resolve()
         assert path.exists(), f"{page.name} links to {target}, which does not exist"
+
+
+@pytest.mark.parametrize("page", MARKDOWN, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_code_block_is_closed(page):
+    """An unclosed fence renders the rest of the page as code (the cut README had one)."""
+    fences = [line for line in page.read_text().splitlines() if line.startswith("```")]
+    assert len(fences) % 2 == 0, f"{page.name} has an unclosed code block"
