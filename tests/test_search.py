@@ -486,8 +486,9 @@ def test_the_console_and_json_say_the_same_factors():
     outcome, verdicts, bench = _cpu_search(_users_cnn_on_a_2_core_vm, ("backend", "int8"))
     searched, chosen = Searched(outcome, verdicts), recommend(verdicts)
     ladder = Ladder(
-        WorkloadRef("seed-cnn"), SEED, HOST, bench.specs[0], ("backend", "int8"), StopRule(),
-        Tolerance(), 60.0, 1e9, {"autotune": "opt-in: tried only when --levers names it"},
+        ref=WorkloadRef("seed-cnn"), workload=SEED, device=HOST, base=bench.specs[0],
+        groups=("backend", "int8"), stop=StopRule(), tolerance=Tolerance(), timeout=60.0,
+        budget=1e9, not_tried={"autotune": "opt-in: tried only when --levers names it"},
     )  # fmt: skip
     report = _report(searched, chosen, ladder, "o.db")
     gain = report["recommended_gain"]
@@ -580,8 +581,9 @@ def test_the_path_shows_the_tables_figures_with_every_process_in(slow):
         assert recommend(verdicts) is verdicts[0]
     # --json carries the same path, and each variant's outcome as the path says it
     ladder = Ladder(
-        WorkloadRef("seed-cnn"), SEED, HOST, bench.specs[0], ("threads",), StopRule(),
-        Tolerance(), 60.0, 1e9, {},
+        ref=WorkloadRef("seed-cnn"), workload=SEED, device=HOST, base=bench.specs[0],
+        groups=("threads",), stop=StopRule(), tolerance=Tolerance(), timeout=60.0, budget=1e9,
+        not_tried={},
     )  # fmt: skip
     report = _report(searched, recommend(verdicts), ladder, "o.db")
     assert report["path"] == path

@@ -68,7 +68,7 @@ PARENT_POLL_S = 0.5  # how often a worker looks for its parent where a closed pi
 _PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h): a signal for when the parent dies
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # eleven fields: by name, never by position
 class _Job:
     """What the worker process needs to run one configuration (it is pickled across)."""
 
@@ -227,19 +227,19 @@ def _run_isolated(
     process: Round | None,
 ) -> Result:
     job = _Job(
-        spec,
-        ref,
-        stop,
-        probe,
-        launch or Launch(timeout=timeout),
-        drift,
-        time.monotonic(),
-        dict(os.environ),
-        os.getpid(),
-        profile,
-        latency,
-        process,
-        os.getcwd(),
+        spec=spec,
+        ref=ref,
+        stop=stop,
+        probe=probe,
+        launch=launch or Launch(timeout=timeout),
+        drift=drift,
+        sent=time.monotonic(),
+        environment=dict(os.environ),
+        parent=os.getpid(),
+        profile=profile,
+        latency=latency,
+        process=process,
+        cwd=os.getcwd(),
     )
     ended = _isolated(_worker, job, timeout, on_block)
     outcome = ended.sent

@@ -78,7 +78,7 @@ class OptimizeRequest:
     budget: float = DEFAULT_BUDGET  # seconds for the whole search
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # ten fields: by name, never by position
 class Ladder:
     """A planned search: what it measures against, with which rule, within what budget."""
 
@@ -130,16 +130,16 @@ def plan_ladder(request: OptimizeRequest) -> Ladder:
     not_tried = levers_not_tried(base, device, workload, request.levers)
     not_tried |= opt_in_not_asked(request.levers)
     return Ladder(
-        request.workload,
-        workload,
-        device,
-        base,
-        tuple(request.levers),
-        stop,
-        request.tolerance,
-        request.timeout,
-        request.budget,
-        not_tried,
+        ref=request.workload,
+        workload=workload,
+        device=device,
+        base=base,
+        groups=tuple(request.levers),
+        stop=stop,
+        tolerance=request.tolerance,
+        timeout=request.timeout,
+        budget=request.budget,
+        not_tried=not_tried,
     )
 
 
