@@ -1,5 +1,6 @@
-"""Issue 15, items 2, 8, 10, 11 and 14: verify's paired accuracy test, compare's device column,
-a quiet export into a new folder, read-only commands without torch, results as CSV."""
+"""Commands over stored results (issue 15, items 2, 8, 10, 11 and 14): verify's paired
+accuracy test, compare's device column, a quiet export into a new folder, read-only commands
+without torch, results as CSV."""
 
 from __future__ import annotations
 
