@@ -135,8 +135,8 @@ def test_writers_records_read_back_as_the_values_that_wrote_them():
             "blocks": 5,
             "ci_low": 0.019,
             "ci_high": 0.021,
-            "steps": (0.02, 0.021),
-            "growth": (),
+            "steps": [0.02, 0.021],  # as JSON holds it
+            "growth": [],
             "growth_ci_low": None,
             "growth_ci_high": None,
         }

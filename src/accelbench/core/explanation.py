@@ -9,8 +9,9 @@ measured samples: no reported figure comes from a profiled step. `engine/profile
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+
+from .facts import Fact, fact
 
 __all__ = [
     "CATEGORIES",
@@ -22,6 +23,8 @@ __all__ = [
     "SyncPoint",
     "ordered",
 ]
+
+EXPLAIN = "explain"  # the key it is stored under
 
 # The categories of device (or, host only, host) time, in the order they are shown. IDLE is
 # the step's time with no kernel running: the device waited on the host.
@@ -79,8 +82,9 @@ class SyncPoint:
     where: str = ""  # the caller's file:line in the user's code, where known
 
 
+@fact(EXPLAIN)
 @dataclass(frozen=True)
-class Explanation:
+class Explanation(Fact):
     """Where one step's time went. `activity` is the profiled device activity ("cuda", "xpu")
     or "host" when PyTorch's profiler records no kernels for the device (then the device
     figures are None and `notes` says why)."""
@@ -123,54 +127,6 @@ class Explanation:
         """Each category's share of the categories' total (which is the step), adding to 1."""
         total = sum(seconds for _, seconds in self.categories)
         return [(name, seconds / total) for name, seconds in self.categories] if total else []
-
-    def to_record(self) -> dict[str, Any]:
-        record = asdict(self)
-        record["categories"] = [list(pair) for pair in self.categories]
-        return record
-
-    @classmethod
-    def from_record(cls, found: Mapping[str, Any]) -> Explanation:
-        """Read a stored record; raises (TypeError, ValueError, KeyError) on a malformed one."""
-        return cls(
-            activity=str(found["activity"]),
-            steps=int(found["steps"]),
-            profiled_step_s=float(found["profiled_step_s"]),
-            measured_step_s=_optional(found.get("measured_step_s")),
-            device_busy_s=_optional(found.get("device_busy_s")),
-            kernels_per_step=_optional(found.get("kernels_per_step")),
-            kernel_s=_optional(found.get("kernel_s")),
-            categories=tuple((str(n), float(s)) for n, s in found.get("categories", ())),
-            top_operators=tuple(_operator(o) for o in found.get("top_operators", ())),
-            top_kernels=tuple(_kernel(k) for k in found.get("top_kernels", ())),
-            syncs=tuple(_sync(s) for s in found.get("syncs", ())),
-            cpu_operators=tuple(str(name) for name in found.get("cpu_operators", ())),
-            notes=tuple(str(note) for note in found.get("notes", ())),
-            trace=str(found.get("trace", "")),
-        )
-
-
-def _optional(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
-def _operator(found: Mapping[str, Any]) -> OperatorTime:
-    return OperatorTime(
-        str(found["name"]), float(found["device_s"]), float(found["host_s"]), float(found["calls"])
-    )
-
-
-def _kernel(found: Mapping[str, Any]) -> KernelTime:
-    return KernelTime(str(found["name"]), float(found["device_s"]), float(found["calls"]))
-
-
-def _sync(found: Mapping[str, Any]) -> SyncPoint:
-    return SyncPoint(
-        str(found["operator"]),
-        str(found["cause"]),
-        float(found["per_step"]),
-        str(found.get("where", "")),
-    )
 
 
 def ordered(categories: Mapping[str, float]) -> tuple[tuple[str, float], ...]:

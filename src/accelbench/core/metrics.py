@@ -39,14 +39,13 @@ Who writes which keys (units are on each value's fields below):
 
 from __future__ import annotations
 
-import functools
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, is_dataclass
-from types import UnionType
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from dataclasses import dataclass, fields
+from typing import Any
 
 from .explanation import Explanation
+from .facts import Fact, Facts, check, fact, scalar, stored
 
 __all__ = [
     "ACHIEVED_FLOPS",
@@ -79,6 +78,7 @@ __all__ = [
     "OVERHEAD",
     "OPTIMIZE_POLICY",
     "OWN_STEPS",
+    "PairedInterval",
     "P99_MIN_SAMPLES",
     "PROBE_MACHINE_STATE",
     "PARAMETERS",
@@ -183,24 +183,9 @@ PREFILL_FLOPS_PER_SEQUENCE = "prefill_flops_per_sequence"
 DECODE_FLOPS_PER_SEQUENCE = "decode_flops_per_sequence"
 
 
-def _group(metrics: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
-    """The nested object stored under `key`, or None when it is absent or empty."""
-    found = metrics.get(key)
-    return found if isinstance(found, Mapping) and found else None
-
-
-def _number(found: Mapping[str, Any], key: str) -> float | None:
-    value = found.get(key)
-    return None if value is None else float(value)
-
-
-def _integer(found: Mapping[str, Any], key: str) -> int | None:
-    value = found.get(key)
-    return None if value is None else int(value)
-
-
+@fact(PROBE)
 @dataclass(frozen=True)
-class Probe:
+class Probe(Fact):
     """The same configuration timed at a smaller batch (`probe`), for the bottleneck verdict:
     since issue 25 in alternation with the configuration itself (engine/probe)."""
 
@@ -219,38 +204,18 @@ class Probe:
     growth_ci_low: float | None = None
     growth_ci_high: float | None = None
 
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> Probe | None:
-        found = _group(metrics, PROBE)
-        if found is None:
-            return None
-        return cls(
-            int(found["batch_size"]),
-            float(found["step_time_s"]),
-            _integer(found, "blocks"),
-            _number(found, "ci_low"),
-            _number(found, "ci_high"),
-            tuple(float(x) for x in found.get("steps", ())),
-            tuple(float(x) for x in found.get("growth", ())),
-            _number(found, "growth_ci_low"),
-            _number(found, "growth_ci_high"),
-        )
-
     @property
     def ci(self) -> tuple[float, float] | None:
         return None if self.ci_low is None or self.ci_high is None else (self.ci_low, self.ci_high)
-
-    def to_metrics(self) -> dict[str, Any]:
-        """What `from_metrics` reads: the runner's record of the probe."""
-        return {PROBE: asdict(self)}
 
 
 ROUNDS = "rounds"
 OPTIMIZE_POLICY = "optimize"  # Rounds.policy of a variant whose processes optimize's search ran
 
 
+@fact(ROUNDS)
 @dataclass(frozen=True)
-class Rounds:
+class Rounds(Fact):
     """How a configuration's processes were planned and run (`rounds`, engine/rounds).
 
     `passes[i]` is the sweep's pass in which process i ran: two configurations of one sweep
@@ -265,25 +230,6 @@ class Rounds:
     reason: str = ""  # why `planned` is what it is
     failed: tuple[str, ...] = ()  # "process 3: timeout: ...": processes that gave no samples
     policy: str = ""  # "3 fixed", "adaptive, 3 to 8"
-
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> Rounds | None:
-        found = _group(metrics, ROUNDS)
-        if found is None:
-            return None
-        return cls(
-            passes=tuple(int(x) for x in found.get("passes", ())),
-            planned=int(found.get("planned", 0)),
-            wanted=_integer(found, "wanted"),
-            complete=bool(found.get("complete", False)),
-            reason=str(found.get("reason", "")),
-            failed=tuple(str(x) for x in found.get("failed", ())),
-            policy=str(found.get("policy", "")),
-        )
-
-    def to_metrics(self) -> dict[str, Any]:
-        """What `from_metrics` reads."""
-        return {ROUNDS: asdict(self)}
 
 
 # Below this many steps a 99th percentile is the slowest step or next to it, not a figure.
@@ -304,8 +250,9 @@ def percentiles(values: Sequence[float]) -> tuple[float, float, float | None]:
 OWN_STEPS = "the main samples, each one step"
 
 
+@fact(LATENCY)
 @dataclass(frozen=True)
-class Latency:
+class Latency(Fact):
     """Per-request latency (`latency`): the configuration at batch 1, each timed sample one
     step, the device synchronized at the step's boundaries; percentiles in seconds."""
 
@@ -327,25 +274,6 @@ class Latency:
         p50, p90, p99_s = percentiles(kept)
         return cls(1, len(kept), p50, p90, p99_s, kept, source)
 
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> Latency | None:
-        found = _group(metrics, LATENCY)
-        if found is None:
-            return None
-        return cls(
-            batch_size=int(found["batch_size"]),
-            samples=int(found["samples"]),
-            p50_s=float(found["p50_s"]),
-            p90_s=float(found["p90_s"]),
-            p99_s=_number(found, "p99_s"),
-            steps_s=tuple(float(s) for s in found.get("steps_s", ())),
-            source=str(found.get("source", "")),
-        )
-
-    def to_metrics(self) -> dict[str, Any]:
-        """What `from_metrics` reads: the runner's record of the latency."""
-        return {LATENCY: {**asdict(self), "steps_s": list(self.steps_s)}}
-
 
 # A position is decisive when fp32's top token leads the second by more than this many times
 # the variant's logit error there (the root-mean-square over the vocabulary). Two logits off
@@ -357,8 +285,9 @@ class Latency:
 DECISIVE_MARGIN = 4.0
 
 
+@fact(DRIFT)
 @dataclass(frozen=True)
-class Drift:
+class Drift(Fact):
     """A configuration's outputs against PyTorch fp32's on the same weights and inputs (`drift`).
 
     Errors are relative to the reference's largest magnitude; `error` says why there is no
@@ -392,36 +321,6 @@ class Drift:
     decisive_margin: float | None = None
     undetermined: str = ""  # why the logits could not be compared (none had a spread)
 
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> Drift | None:
-        found = _group(metrics, DRIFT)
-        return None if found is None else cls.from_record(found)
-
-    @classmethod
-    def from_record(cls, found: Mapping[str, Any]) -> Drift:
-        samples = found.get("samples")
-        return cls(
-            reference=str(found.get("reference", "")),
-            max_rel_error=_number(found, "max_rel_error"),
-            max_abs_error=_number(found, "max_abs_error"),
-            top1_agreement=_number(found, "top1_agreement"),
-            top1_unavailable=str(found.get("top1_unavailable", "")),
-            samples=None if samples is None else int(samples),
-            not_finite=bool(found.get("not_finite", False)),
-            error=str(found.get("error", "")),
-            token_ids=bool(found.get("token_ids", False)),
-            first_token_agreement=_number(found, "first_token_agreement"),
-            agreeing_prefix=_number(found, "agreeing_prefix"),
-            spread_error=_number(found, "spread_error"),
-            spread_error_median=_number(found, "spread_error_median"),
-            positions=_integer(found, "positions"),
-            compared_positions=_integer(found, "compared_positions"),
-            decisive_positions=_integer(found, "decisive_positions"),
-            decisive_agreement=_number(found, "decisive_agreement"),
-            decisive_margin=_number(found, "decisive_margin"),
-            undetermined=str(found.get("undetermined", "")),
-        )
-
     @property
     def by_spread(self) -> bool:
         """Whether a generation's logits were compared with their spread (a record since
@@ -429,36 +328,24 @@ class Drift:
         return self.token_ids and (self.spread_error is not None or bool(self.undetermined))
 
 
+@fact(POWER)
 @dataclass(frozen=True)
-class Power:
+class Power(Fact):
     """Energy over the timed samples (`power` and the figures beside it)."""
 
     average_watts: float
     joules: float  # over the meter's whole interval
     seconds: float  # the meter's interval
     source: str  # which counter read it, e.g. NVML or RAPL
-    joules_per_sample: float  # charged by timed seconds, not the meter's interval
-    samples_per_s_per_watt: float
-    warning: str = ""  # `power_warning`: why the figure is rough
-
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> Power | None:
-        found = _group(metrics, POWER)
-        if found is None:
-            return None
-        return cls(
-            average_watts=float(found["average_watts"]),
-            joules=float(found["joules"]),
-            seconds=float(found["seconds"]),
-            source=str(found["source"]),
-            joules_per_sample=float(metrics[JOULES_PER_SAMPLE]),
-            samples_per_s_per_watt=float(metrics[SAMPLES_PER_S_PER_WATT]),
-            warning=str(metrics.get(POWER_WARNING, "")),
-        )
+    # charged by timed seconds, not the meter's interval
+    joules_per_sample: float = stored(JOULES_PER_SAMPLE, beside=True)
+    samples_per_s_per_watt: float = stored(SAMPLES_PER_S_PER_WATT, beside=True)
+    warning: str = stored(POWER_WARNING, beside=True, default="")  # why the figure is rough
 
 
+@fact(MACHINE_STATE, also=(PROBE_MACHINE_STATE,))
 @dataclass(frozen=True)
-class MachineState:
+class MachineState(Fact):
     """What else the machine was doing while the timed samples ran (`machine_state`).
 
     CPU figures are cores on average over `seconds` (1.0: one core busy the whole time); the GPU
@@ -489,58 +376,26 @@ class MachineState:
     # with the command where it runs our interpreter (devices/processes)
     other_cpu_busiest: tuple[str, ...] = ()
 
-    @classmethod
-    def from_metrics(
-        cls, metrics: Mapping[str, Any], key: str = MACHINE_STATE
-    ) -> MachineState | None:
-        found = _group(metrics, key)
-        if found is None:
-            return None
-        names = {f.name for f in fields(cls)}
-        kept = {k: v for k, v in found.items() if k in names}  # a later writer's extra keys
-        for name in ("throttle_reasons", "other_gpu_pids", "other_cpu_busiest"):
-            kept[name] = tuple(kept.get(name, ()))
-        return cls(**kept)
 
-    def to_metrics(self, key: str = MACHINE_STATE) -> dict[str, Any]:
-        """What `from_metrics` reads."""
-        return {key: asdict(self)}
-
-
+@fact(FLOPS_PER_SAMPLE, flat=True)
 @dataclass(frozen=True)
-class Flops:
+class Flops(Fact):
     """FLOPs counted by torch.utils.flop_counter, and model FLOPs utilization."""
 
-    per_sample: float | None = None  # FLOP per sample
-    achieved: float | None = None  # FLOP/s
-    peak: float | None = None  # the device's peak FLOP/s for the precision
-    peak_source: str = ""  # where the peak comes from (datasheet, calibration)
-    mfu: float | None = None  # achieved / peak, a share
-
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> Flops:
-        return cls(
-            per_sample=_number(metrics, FLOPS_PER_SAMPLE),
-            achieved=_number(metrics, ACHIEVED_FLOPS),
-            peak=_number(metrics, PEAK_FLOPS),
-            peak_source=str(metrics.get(PEAK_SOURCE, "")),
-            mfu=_number(metrics, MFU),
-        )
+    per_sample: float | None = stored(FLOPS_PER_SAMPLE, default=None)  # FLOP per sample
+    achieved: float | None = stored(ACHIEVED_FLOPS, default=None)  # FLOP/s
+    peak: float | None = stored(PEAK_FLOPS, default=None)  # the peak FLOP/s for the precision
+    peak_source: str = stored(PEAK_SOURCE, default="")  # where the peak comes from
+    mfu: float | None = stored(MFU, default=None)  # achieved / peak, a share
 
 
+@fact(VERDICT)
 @dataclass(frozen=True)
-class Bottleneck:
+class Bottleneck(Fact):
     """The bottleneck verdict (`verdict`): launch-, compute- or memory-bound, or undetermined."""
 
-    kind: str
-    explanation: str
-
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> Bottleneck | None:
-        found = _group(metrics, VERDICT)
-        if found is None:
-            return None
-        return cls(str(found.get("kind", "")), str(found.get("explanation", "")))
+    kind: str = ""
+    explanation: str = ""
 
 
 @dataclass(frozen=True)
@@ -554,8 +409,9 @@ class RankFigures:
     peak_memory: int | None = None  # bytes
 
 
+@fact(RANKS, flat=True)
 @dataclass(frozen=True)
-class Parallel:
+class Parallel(Fact):
     """A data-parallel run (`ranks`, `world_size`) and its scaling against one process."""
 
     world_size: int
@@ -564,79 +420,36 @@ class Parallel:
     single_process_samples_per_s: float | None = None
     scaling_unavailable: str = ""  # why there is no scaling efficiency
 
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> Parallel | None:
-        if RANKS not in metrics:
-            return None
-        ranks = tuple(
-            RankFigures(
-                rank=int(x["rank"]),
-                device=str(x["device"]),
-                it_per_s=float(x["it_per_s"]),
-                samples_per_s=_number(x, "samples_per_s"),
-                peak_memory=x.get("peak_memory"),
-            )
-            for x in metrics[RANKS]
-        )
-        return cls(
-            world_size=int(metrics[WORLD_SIZE]),
-            ranks=ranks,
-            scaling_efficiency=_number(metrics, SCALING_EFFICIENCY),
-            single_process_samples_per_s=_number(metrics, SINGLE_PROCESS_SAMPLES_PER_S),
-            scaling_unavailable=str(metrics.get(SCALING_UNAVAILABLE, "")),
-        )
 
-
+@fact(MAX_BATCH, flat=True)
 @dataclass(frozen=True)
-class MaxBatchSearch:
+class MaxBatchSearch(Fact):
     """The search for the largest batch that fits in the device's memory."""
 
-    largest: int  # `max_batch`: 0 when not even a batch of 1 fitted
-    probes: tuple[tuple[int, str], ...]  # (batch size, status) in the order tried
-    limit_reached: bool = False  # the search stopped at its own limit, not the memory's
-    stopped_by: str = ""  # an error other than memory that ended the search
-    device_memory: int | None = None  # bytes
-
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> MaxBatchSearch | None:
-        if MAX_BATCH not in metrics:
-            return None
-        memory = metrics.get(DEVICE_MEMORY)
-        return cls(
-            largest=int(metrics[MAX_BATCH]),
-            probes=tuple((int(b), str(s)) for b, s in metrics.get(MAX_BATCH_PROBES, ())),
-            limit_reached=bool(metrics.get(MAX_BATCH_LIMIT_REACHED, False)),
-            stopped_by=str(metrics.get(MAX_BATCH_STOPPED_BY) or ""),
-            device_memory=None if memory is None else int(memory),
-        )
+    largest: int = stored(MAX_BATCH)  # 0 when not even a batch of 1 fitted
+    # (batch size, status) in the order tried
+    probes: tuple[tuple[int, str], ...] = stored(MAX_BATCH_PROBES, default=())
+    # the search stopped at its own limit, not the memory's
+    limit_reached: bool = stored(MAX_BATCH_LIMIT_REACHED, default=False)
+    stopped_by: str = stored(MAX_BATCH_STOPPED_BY, default="")  # an error other than memory
+    device_memory: int | None = stored(DEVICE_MEMORY, default=None)  # bytes
 
 
+@fact(ONNXRUNTIME)
 @dataclass(frozen=True)
-class OnnxRuntimeFacts:
+class OnnxRuntimeFacts(Fact):
     """How an ONNX Runtime result was made and timed (`onnxruntime`)."""
 
-    version: str = ""
+    version: str = stored(ONNXRUNTIME, default="")
     exporter: str = ""
     providers: tuple[str, ...] = ()  # the provider asked for, then its fallbacks
     timing: str = ""  # what the timed call includes (host-device copies...)
     caveat: str = ""
 
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> OnnxRuntimeFacts | None:
-        found = _group(metrics, ONNXRUNTIME)
-        if found is None:
-            return None
-        return cls(
-            version=str(found.get("onnxruntime", "")),
-            exporter=str(found.get("exporter", "")),
-            providers=tuple(found.get("providers", ())),
-            timing=str(found.get("timing", "")),
-            caveat=str(found.get("caveat") or ""),
-        )
 
-
+@fact(COREML)
 @dataclass(frozen=True)
-class CoreMLFacts:
+class CoreMLFacts(Fact):
     """How a Core ML result was made and timed (`coreml`): the compute units allowed, the
     precision computed in, and where the compute plan would run the operators."""
 
@@ -649,46 +462,19 @@ class CoreMLFacts:
     plan_unavailable: str = ""  # why there are no per-unit counts
     timing: str = ""
 
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> CoreMLFacts | None:
-        found = _group(metrics, COREML)
-        if found is None:
-            return None
-        per_unit = found.get("per_unit")
-        operators = found.get("operators")
-        return cls(
-            version=str(found.get("version", "")),
-            compute_units=str(found.get("compute_units", "")),
-            compute_precision=str(found.get("compute_precision", "")),
-            compiled=str(found.get("compiled", "")),
-            operators=None if operators is None else int(operators),
-            per_unit=None if per_unit is None else {str(k): int(v) for k, v in per_unit.items()},
-            plan_unavailable=str(found.get("plan_unavailable") or ""),
-            timing=str(found.get("timing", "")),
-        )
 
-
+@fact(OPTIMIZE)
 @dataclass(frozen=True)
-class OptimizeTag:
+class OptimizeTag(Fact):
     """Marks a result as one variant of an `accelbench optimize` ladder (`optimize`)."""
 
     variant: str  # the rung's name, e.g. "fp32 eager"
     tolerance: Mapping[str, float] | None = None  # the ladder's Tolerance fields, as stored
 
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> OptimizeTag | None:
-        found = _group(metrics, OPTIMIZE)
-        if found is None:
-            return None
-        return cls(str(found["variant"]), found.get("tolerance") or None)
 
-    def to_metrics(self) -> dict[str, Any]:
-        tolerance = None if self.tolerance is None else dict(self.tolerance)
-        return {OPTIMIZE: {"variant": self.variant, "tolerance": tolerance}}
-
-
+@fact(OVERHEAD)
 @dataclass(frozen=True)
-class Overhead:
+class Overhead(Fact):
     """Where one isolated configuration's wall time went (`overhead`), in seconds; None where
     not recorded (a failed run, an in-process run without a worker, a step that did not run).
     Over several processes, each figure is their sum.
@@ -702,7 +488,7 @@ class Overhead:
 
     start_s: float | None = None
     import_s: float | None = None
-    setup_s: float | None = None
+    setup_s: float | None = stored(SETUP_S, beside=True, default=None)
     warmup_s: float | None = None  # the measurement's warm-up blocks
     timed_s: float | None = None  # the timed samples
     probe_s: float | None = None  # the bottleneck probe at a quarter of the batch
@@ -718,14 +504,6 @@ class Overhead:
         return None if self.wall_s is None else self.wall_s - (self.timed_s or 0.0)
 
     @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> Overhead | None:
-        found = _group(metrics, OVERHEAD)
-        if found is None:
-            return None
-        named = {f.name: _number(found, f.name) for f in fields(cls) if f.name != SETUP_S}
-        return cls(**named, setup_s=_number(metrics, SETUP_S))
-
-    @classmethod
     def add(cls, metrics: Mapping[str, Any], **seconds: float) -> dict[str, Any]:
         """A copy of `metrics` with `seconds` added to its overhead group (each writer adds the
         phases it sees). TypeError for a name that is not a field, so a typo cannot pass."""
@@ -733,11 +511,13 @@ class Overhead:
         unknown = sorted(set(seconds) - names)
         if unknown:
             raise TypeError(f"not overhead fields: {unknown}; the fields are {sorted(names)}")
-        return {**metrics, OVERHEAD: {**(_group(metrics, OVERHEAD) or {}), **seconds}}
+        found = metrics.get(OVERHEAD)
+        return {**metrics, OVERHEAD: {**(found if isinstance(found, Mapping) else {}), **seconds}}
 
 
+@fact(PRUNING)
 @dataclass(frozen=True)
-class Pruning:
+class Pruning(Fact):
     """What pruning removed (`pruning`)."""
 
     method: str  # "KIND:AMOUNT"
@@ -746,22 +526,18 @@ class Pruning:
     zero_fraction: float  # share of zeros in the prunable weights
     flops_per_sample: float | None = None  # FLOP of the pruned model (channel pruning only)
 
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> Pruning | None:
-        found = _group(metrics, PRUNING)
-        if found is None:
-            return None
-        return cls(
-            method=str(found["method"]),
-            params_before=int(found["params_before"]),
-            params_after=int(found["params_after"]),
-            zero_fraction=float(found["zero_fraction"]),
-            flops_per_sample=_number(found, FLOPS_PER_SAMPLE),
-        )
-
 
 @dataclass(frozen=True)
-class Verification:
+class PairedInterval:
+    """Verify's paired 95% interval of a run's accuracy difference, in points."""
+
+    ci95_low_points: float
+    ci95_high_points: float
+
+
+@fact(VERIFY)
+@dataclass(frozen=True)
+class Verification(Fact):
     """What `accelbench verify` recorded (`verify`); such results carry no measurement.
 
     Losses are mean training losses per epoch (None where not finite); accuracies are held-out
@@ -776,7 +552,7 @@ class Verification:
     is_baseline: bool = False
     accuracy_diff_points: float | None = None  # against the baseline, percentage points
     # the paired 95% interval of that difference, points, and its sentence against the tolerance
-    accuracy_ci_points: tuple[float, float] | None = None
+    paired: PairedInterval | None = None
     accuracy_note: str = ""
     held_out_correct: str = ""  # per held-out image, in order: "1" right, "0" wrong
     max_loss_deviation: float | None = None
@@ -789,53 +565,20 @@ class Verification:
     loss_tolerance: float = 0.0  # final loss deviation a run may have
     seed: int | None = None
 
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> Verification | None:
-        found = metrics.get(VERIFY)
-        if not isinstance(found, Mapping):
-            return None
-        curve = found.get("loss_curve")
-        epochs, seed = found.get("epochs"), found.get("seed")
-        return cls(
-            verdict=str(found.get("verdict", "")),
-            reasons=tuple(found.get("reasons", ())),
-            inconclusive_because=str(found.get("inconclusive_because") or ""),
-            loss_curve=None if curve is None else tuple(_optional_float(x) for x in curve),
-            accuracy=_number(found, "accuracy"),
-            is_baseline=bool(found.get("is_baseline", False)),
-            accuracy_diff_points=_number(found, "accuracy_diff_points"),
-            accuracy_ci_points=_interval_points(found.get("paired")),
-            accuracy_note=str(found.get("accuracy_note") or ""),
-            held_out_correct=str(found.get("held_out_correct") or ""),
-            max_loss_deviation=_number(found, "max_loss_deviation"),
-            final_loss_deviation=_number(found, "final_loss_deviation"),
-            data=str(found.get("data", "")),
-            optimizer=str(found.get("optimizer", "")),
-            epochs=None if epochs is None else int(epochs),
-            lr=_number(found, "lr"),
-            tolerance_points=float(found.get("tolerance_points", 0.0)),
-            loss_tolerance=float(found.get("loss_tolerance", 0.0)),
-            seed=None if seed is None else int(seed),
-        )
-
-
-def _interval_points(paired: Any) -> tuple[float, float] | None:
-    """A verify record's paired interval, in points; None before verify recorded one."""
-    if not isinstance(paired, Mapping):
-        return None
-    return float(paired["ci95_low_points"]), float(paired["ci95_high_points"])
-
-
-def _optional_float(value: Any) -> float | None:
-    return None if value is None else float(value)
+    @property
+    def accuracy_ci_points(self) -> tuple[float, float] | None:
+        """The paired interval, points; None before verify recorded one."""
+        found = self.paired
+        return None if found is None else (found.ci95_low_points, found.ci95_high_points)
 
 
 # --- language-model generation (mode "generate") --------------------------------------------
 GENERATION = "generation"
 
 
+@fact(GENERATION)
 @dataclass(frozen=True)
-class Generation:
+class Generation(Fact):
     """A generate result's phases (`generation`), each timed apart and synchronized at its
     boundaries: the prompt's prefill (its forward and the first token), then the new_tokens - 1
     decode steps, one token per sequence each. Seconds are per timed sample (one generation).
@@ -923,272 +666,156 @@ class Generation:
             return None
         return self.weight_bytes + self.kv_bytes_per_token
 
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> Generation | None:
-        found = _group(metrics, GENERATION)
-        if found is None:
-            return None
-        names = {f.name for f in fields(cls)}
-        values = {k: v for k, v in found.items() if k in names}
-        for name in ("prefill_s", "decode_s"):
-            values[name] = tuple(float(x) for x in found[name])
-        values["token_s"] = tuple(tuple(float(x) for x in s) for s in found.get("token_s", ()))
-        return cls(**values)
-
 
 # --- end of language-model generation ------------------------------------------------------
 
 
+# --- single values stored flat ------------------------------------------------------------
+SETUP = scalar(SETUP_S, float | None, None)
+PROBE_FAILURE = scalar(PROBE_ERROR, str, "")
+LATENCY_FAILURE = scalar(LATENCY_ERROR, str, "")
+POWER_MISSING = scalar(POWER_UNAVAILABLE, str, "")
+TENSORS_ONLY = scalar(MEMORY_TENSORS_ONLY, bool, False)
+EXPLAIN_FAILURE = scalar(EXPLAIN_ERROR, str, "")
+FALLBACK_OPS = scalar(CPU_FALLBACK_OPS, tuple[str, ...], ())
+LOADING = scalar(LOAD_S, float | None, None)
+OUTPUT_USED = scalar(MODEL_OUTPUT, str, "")
+PARAMETER_COUNT = scalar(PARAMETERS, int | None, None)
+CHANNELS_LAST = scalar(CHANNELS_LAST_APPLIES, bool | None, None)
+PREFILL_FLOPS = scalar(PREFILL_FLOPS_PER_SEQUENCE, float | None, None)
+DECODE_FLOPS = scalar(DECODE_FLOPS_PER_SEQUENCE, float | None, None)
+LEFT = scalar(LEFT_RUNNING, tuple[str, ...], ())
+for _key in (JOULES_PER_SAMPLE, SAMPLES_PER_S_PER_WATT):
+    scalar(_key, float | None, None)  # beside `power`, checked where it is absent too
+scalar(POWER_WARNING, str, "")
+
+
 @dataclass(frozen=True)
-class Metrics:
+class Metrics(Facts):
     """A result's metrics read through typed accessors: `Metrics(result.metrics).power`.
 
-    Each accessor returns its group's value, or None (an empty text, for the reasons) when the
-    result has none.
+    Each accessor returns its fact, or None (an empty text, for the reasons) when the result
+    has none.
     """
-
-    raw: Mapping[str, Any]
-
-    @property
-    def setup_s(self) -> float | None:
-        return _number(self.raw, SETUP_S)
-
-    @property
-    def probe(self) -> Probe | None:
-        return Probe.from_metrics(self.raw)
-
-    @property
-    def probe_error(self) -> str:
-        return str(self.raw.get(PROBE_ERROR, ""))
-
-    @property
-    def latency(self) -> Latency | None:
-        return Latency.from_metrics(self.raw)
-
-    @property
-    def latency_error(self) -> str:
-        return str(self.raw.get(LATENCY_ERROR, ""))
-
-    @property
-    def drift(self) -> Drift | None:
-        return Drift.from_metrics(self.raw)
-
-    @property
-    def power(self) -> Power | None:
-        return Power.from_metrics(self.raw)
-
-    @property
-    def power_unavailable(self) -> str:
-        return str(self.raw.get(POWER_UNAVAILABLE, ""))
 
     @property
     def flops(self) -> Flops:
-        return Flops.from_metrics(self.raw)
-
-    @property
-    def bottleneck(self) -> Bottleneck | None:
-        return Bottleneck.from_metrics(self.raw)
-
-    @property
-    def memory_tensors_only(self) -> bool:
-        return bool(self.raw.get(MEMORY_TENSORS_ONLY, False))
-
-    @property
-    def pruning(self) -> Pruning | None:
-        return Pruning.from_metrics(self.raw)
-
-    @property
-    def parallel(self) -> Parallel | None:
-        return Parallel.from_metrics(self.raw)
-
-    @property
-    def max_batch(self) -> MaxBatchSearch | None:
-        return MaxBatchSearch.from_metrics(self.raw)
-
-    @property
-    def explanation(self) -> Explanation | None:
-        found = _group(self.raw, EXPLAIN)
-        return None if found is None else Explanation.from_record(found)
-
-    @property
-    def explain_error(self) -> str:
-        return str(self.raw.get(EXPLAIN_ERROR, ""))
-
-    @property
-    def onnxruntime(self) -> OnnxRuntimeFacts | None:
-        return OnnxRuntimeFacts.from_metrics(self.raw)
-
-    @property
-    def cpu_fallback_ops(self) -> tuple[str, ...]:
-        return tuple(str(name) for name in self.raw.get(CPU_FALLBACK_OPS) or ())
-
-    @property
-    def coreml(self) -> CoreMLFacts | None:
-        return CoreMLFacts.from_metrics(self.raw)
-
-    @property
-    def load_s(self) -> float | None:
-        return _number(self.raw, LOAD_S)
-
-    @property
-    def optimize(self) -> OptimizeTag | None:
-        return OptimizeTag.from_metrics(self.raw)
-
-    @property
-    def overhead(self) -> Overhead | None:
-        return Overhead.from_metrics(self.raw)
-
-    @property
-    def verification(self) -> Verification | None:
-        return Verification.from_metrics(self.raw)
-
-    @property
-    def machine_state(self) -> MachineState | None:
-        return MachineState.from_metrics(self.raw)
+        return self.get(Flops) or Flops()
 
     @property
     def probe_machine_state(self) -> MachineState | None:
-        return MachineState.from_metrics(self.raw, PROBE_MACHINE_STATE)
+        return self.get(MachineState, PROBE_MACHINE_STATE)
+
+    @property
+    def setup_s(self) -> float | None:
+        return self.get(SETUP)
+
+    @property
+    def probe(self) -> Probe | None:
+        return self.get(Probe)
+
+    @property
+    def probe_error(self) -> str:
+        return self.get(PROBE_FAILURE)
+
+    @property
+    def latency(self) -> Latency | None:
+        return self.get(Latency)
+
+    @property
+    def latency_error(self) -> str:
+        return self.get(LATENCY_FAILURE)
+
+    @property
+    def drift(self) -> Drift | None:
+        return self.get(Drift)
+
+    @property
+    def power(self) -> Power | None:
+        return self.get(Power)
+
+    @property
+    def power_unavailable(self) -> str:
+        return self.get(POWER_MISSING)
+
+    @property
+    def bottleneck(self) -> Bottleneck | None:
+        return self.get(Bottleneck)
+
+    @property
+    def memory_tensors_only(self) -> bool:
+        return self.get(TENSORS_ONLY)
+
+    @property
+    def pruning(self) -> Pruning | None:
+        return self.get(Pruning)
+
+    @property
+    def parallel(self) -> Parallel | None:
+        return self.get(Parallel)
+
+    @property
+    def max_batch(self) -> MaxBatchSearch | None:
+        return self.get(MaxBatchSearch)
+
+    @property
+    def explanation(self) -> Explanation | None:
+        return self.get(Explanation)
+
+    @property
+    def explain_error(self) -> str:
+        return self.get(EXPLAIN_FAILURE)
+
+    @property
+    def onnxruntime(self) -> OnnxRuntimeFacts | None:
+        return self.get(OnnxRuntimeFacts)
+
+    @property
+    def cpu_fallback_ops(self) -> tuple[str, ...]:
+        return self.get(FALLBACK_OPS)
+
+    @property
+    def coreml(self) -> CoreMLFacts | None:
+        return self.get(CoreMLFacts)
+
+    @property
+    def load_s(self) -> float | None:
+        return self.get(LOADING)
+
+    @property
+    def optimize(self) -> OptimizeTag | None:
+        return self.get(OptimizeTag)
+
+    @property
+    def overhead(self) -> Overhead | None:
+        return self.get(Overhead)
+
+    @property
+    def verification(self) -> Verification | None:
+        return self.get(Verification)
+
+    @property
+    def machine_state(self) -> MachineState | None:
+        return self.get(MachineState)
 
     @property
     def generation(self) -> Generation | None:
-        return Generation.from_metrics(self.raw)
+        return self.get(Generation)
 
     @property
     def rounds(self) -> Rounds | None:
-        return Rounds.from_metrics(self.raw)
+        return self.get(Rounds)
 
     @property
     def model_output(self) -> str:
-        return str(self.raw.get(MODEL_OUTPUT, ""))
+        return self.get(OUTPUT_USED)
 
     @property
     def parameters(self) -> int | None:
-        found = self.raw.get(PARAMETERS)
-        return None if found is None else int(found)
-
-
-# What each key holds, for `check_metrics`: one JSON type, or an object (a group). None passes
-# everywhere: writers store it for "no figure".
-_NUMBER = (int, float)
-_KEY_TYPES: dict[str, tuple[type, ...]] = {
-    **dict.fromkeys(
-        (SETUP_S, JOULES_PER_SAMPLE, SAMPLES_PER_S_PER_WATT, FLOPS_PER_SAMPLE, ACHIEVED_FLOPS),
-        _NUMBER,
-    ),
-    LOAD_S: _NUMBER,
-    **dict.fromkeys((PREFILL_FLOPS_PER_SEQUENCE, DECODE_FLOPS_PER_SEQUENCE), _NUMBER),
-    CHANNELS_LAST_APPLIES: (bool,),
-    **dict.fromkeys((PEAK_FLOPS, MFU, SCALING_EFFICIENCY, SINGLE_PROCESS_SAMPLES_PER_S), _NUMBER),
-    **dict.fromkeys((MAX_BATCH, DEVICE_MEMORY, WORLD_SIZE, PARAMETERS), (int,)),
-    **dict.fromkeys(
-        (PROBE_ERROR, POWER_WARNING, POWER_UNAVAILABLE, PEAK_SOURCE, SCALING_UNAVAILABLE), (str,)
-    ),
-    LATENCY_ERROR: (str,),
-    MODEL_OUTPUT: (str,),
-    MAX_BATCH_STOPPED_BY: (str,),
-    **dict.fromkeys((MEMORY_TENSORS_ONLY, MAX_BATCH_LIMIT_REACHED), (bool,)),
-    **dict.fromkeys((RANKS, MAX_BATCH_PROBES, CPU_FALLBACK_OPS, LEFT_RUNNING), (list,)),
-}
-# The groups stored under one key whose own keys are their view's field names.
-_GROUPS: dict[str, type] = {
-    PROBE: Probe,
-    LATENCY: Latency,
-    DRIFT: Drift,
-    POWER: Power,
-    VERDICT: Bottleneck,
-    PRUNING: Pruning,
-    ONNXRUNTIME: OnnxRuntimeFacts,
-    COREML: CoreMLFacts,
-    OPTIMIZE: OptimizeTag,
-    VERIFY: Verification,
-    OVERHEAD: Overhead,
-    MACHINE_STATE: MachineState,
-    PROBE_MACHINE_STATE: MachineState,
-    GENERATION: Generation,
-    ROUNDS: Rounds,
-}
-_VIEWS = [name for name, member in vars(Metrics).items() if isinstance(member, property)]
-_VIEW_KEYS = {"bottleneck": VERDICT, "parallel": RANKS, "verification": VERIFY}
-_DEEPEST = 16  # no writer nests deeper; a deeper file would overflow the stack of JSON encoding
+        return self.get(PARAMETER_COUNT)
 
 
 def check_metrics(metrics: Mapping[str, Any]) -> None:
-    """ValueError naming the first key of `metrics` (as `metrics.KEY`) that a typed view, and
-    so a renderer, cannot take: a wrong JSON type, a group missing what its view needs, a value
-    of the wrong type inside a group, or nesting deeper than any writer makes. Keys no view
-    reads are kept as they are."""
-    _check_depth(metrics, "metrics", 0)
-    for key, value in metrics.items():
-        kinds = (dict,) if key in _GROUPS else _KEY_TYPES.get(key)
-        if value is None or kinds is None:
-            continue
-        if isinstance(value, bool) is not (bool in kinds) or not isinstance(value, kinds):
-            raise ValueError(f"metrics.{key} has the wrong type ({type(value).__name__})")
-        if isinstance(value, dict):  # a group: only group keys get past the check above
-            _check_group(key, value)
-    for view in _VIEWS:
-        key = _VIEW_KEYS.get(view, view)
-        try:
-            built = getattr(Metrics(metrics), view)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(
-                f"metrics.{key} cannot be read ({type(exc).__name__}: {exc})"
-            ) from None
-        # a group's values were each checked above; a view made of other keys is checked whole
-        # (every stored row is checked when read: this is most of a listing's time)
-        if key not in _GROUPS and is_dataclass(built) and not _conforms(built, type(built)):
-            raise ValueError(f"metrics.{key} holds a value of the wrong type")
-
-
-def _check_group(key: str, group: Mapping[str, Any]) -> None:
-    """Each of the group's values that its view reads by the field's name is of its type."""
-    hints = _hints(_GROUPS[key])
-    for name, value in group.items():
-        if name in hints and value is not None and not _conforms(value, hints[name]):
-            raise ValueError(f"metrics.{key}.{name} has the wrong type ({type(value).__name__})")
-
-
-@functools.cache
-def _hints(kind: type) -> dict[str, Any]:
-    """A view's field types, resolved once: every stored row is checked against them."""
-    return get_type_hints(kind)
-
-
-def _check_depth(value: Any, where: str, depth: int) -> None:
-    if depth > _DEEPEST:
-        raise ValueError(f"{where} nests deeper than {_DEEPEST} levels")
-    children = value.values() if isinstance(value, Mapping) else value
-    if isinstance(value, (Mapping, list)):
-        for child in children:
-            _check_depth(child, where, depth + 1)
-
-
-def _conforms(value: Any, hint: Any) -> bool:
-    """Whether `value` (JSON as stored, or a view's field) is of the annotated type: a list
-    passes for a tuple and an int for a float, a bool never for a number."""
-    origin, args = get_origin(hint), get_args(hint)
-    if hint is Any:
-        return True
-    if origin in (Union, UnionType):
-        return any(_conforms(value, arm) for arm in args)
-    if origin is tuple:
-        if not isinstance(value, (tuple, list)):
-            return False
-        arms = args[:1] * len(value) if args[-1:] == (Ellipsis,) else args
-        return len(arms) == len(value) and all(map(_conforms, value, arms))
-    if origin is Mapping:
-        key, item = args
-        return isinstance(value, Mapping) and all(
-            _conforms(k, key) and _conforms(v, item) for k, v in value.items()
-        )
-    if hint in (int, float) and isinstance(value, bool):
-        return False
-    if hint is float:
-        return isinstance(value, (int, float))
-    if isinstance(hint, type) and is_dataclass(hint):
-        hints = _hints(hint)
-        return isinstance(value, hint) and all(
-            _conforms(getattr(value, f.name), hints[f.name]) for f in fields(hint)
-        )
-    return isinstance(value, hint)
+    """ValueError naming the first key of `metrics` (as `metrics.KEY`) that its fact's type, and
+    so a renderer, cannot take (core/facts' `check`)."""
+    check(metrics)
