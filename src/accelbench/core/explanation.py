@@ -96,11 +96,13 @@ class Explanation(Fact):
     device_busy_s: float | None  # union of kernel intervals per step
     kernels_per_step: float | None
     kernel_s: float | None  # kernel time per step, summed (overlapping kernels count twice)
-    categories: tuple[tuple[str, float], ...]  # (category, seconds per step), summing to step_s
-    top_operators: tuple[OperatorTime, ...]
-    top_kernels: tuple[KernelTime, ...]
-    syncs: tuple[SyncPoint, ...]
-    cpu_operators: tuple[str, ...]  # operators that ran on the CPU while the device was not it
+    # (category, seconds per step), summing to step_s
+    categories: tuple[tuple[str, float], ...] = ()
+    top_operators: tuple[OperatorTime, ...] = ()
+    top_kernels: tuple[KernelTime, ...] = ()
+    syncs: tuple[SyncPoint, ...] = ()
+    # operators that ran on the CPU while the device was not it
+    cpu_operators: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # what was not profiled, and why
     trace: str = ""  # the Chrome/Perfetto trace written, if any
 
