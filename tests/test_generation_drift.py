@@ -188,12 +188,13 @@ def test_a_record_from_before_the_spread_measure_still_reads_and_is_judged_as_th
 
 
 def test_a_stored_tolerance_without_the_generation_fields_reads():
+    from accelbench.core.facts import Facts
     from accelbench.core.metrics import OptimizeTag
     from accelbench.render.charts import _tolerance
 
     stored = OptimizeTag("fp32 eager", {"max_rel_error": 0.1, "min_top1": 0.9}).to_metrics()
     # a result as charts reads it: only its tag matters here
-    result = SimpleNamespace(facts=SimpleNamespace(optimize=OptimizeTag.from_metrics(stored)))
+    result = SimpleNamespace(facts=Facts(stored))
     tolerance = _tolerance(result)  # type: ignore[arg-type]
     assert tolerance == Tolerance(max_rel_error=0.1, min_top1=0.9)
     assert tolerance.max_spread_error == 0.5 and tolerance.min_decisive == 10

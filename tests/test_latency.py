@@ -43,17 +43,17 @@ def swept(tmp_path_factory):
 
 def test_inference_has_ordered_percentiles_training_none(swept):
     _, found, _ = swept
-    latency = found["infer", 8].facts.latency
+    latency = found["infer", 8].facts.get(keys.Latency)
     assert latency is not None and latency.batch_size == 1
     assert P99_MIN_SAMPLES <= latency.samples == len(latency.steps_s) <= 1000
     assert latency.p99_s is not None and 0 < latency.p50_s <= latency.p90_s <= latency.p99_s
     expected = np.percentile(latency.steps_s, [50, 90, 99])
     assert np.allclose([latency.p50_s, latency.p90_s, latency.p99_s], expected)
     assert "after the main samples" in latency.source
-    overhead = found["infer", 8].facts.overhead
+    overhead = found["infer", 8].facts.get(keys.Overhead)
     assert overhead is not None and (overhead.latency_s or 0) > 0
     for batch in (8, 1):
-        assert found["train", batch].facts.latency is None
+        assert found["train", batch].facts.get(keys.Latency) is None
         assert keys.LATENCY not in found["train", batch].metrics
 
 
@@ -61,7 +61,7 @@ def test_a_batch_1_measurement_of_single_steps_is_its_own_latency(swept):
     """40 samples: the figures come from them, and a p99 is undetermined, not invented."""
     out, found, _ = swept
     result = found["infer", 1]
-    latency = result.facts.latency
+    latency = result.facts.get(keys.Latency)
     assert latency is not None and latency.samples == 40 and latency.p99_s is None
     assert result.measurement is not None
     assert latency.steps_s == tuple(round(s, 9) for s in result.measurement.samples)
@@ -79,7 +79,7 @@ def test_the_latency_survives_export_and_import(swept, tmp_path):
         store.import_results(read_export(path))
         back = {(r.spec.mode, r.spec.batch_size): r for r in store.results()}
     for key in (("infer", 8), ("infer", 1)):
-        assert back[key].facts.latency == found[key].facts.latency is not None
+        assert back[key].facts.get(keys.Latency) == found[key].facts.get(keys.Latency) is not None
 
 
 def test_the_reports_have_the_latency_column(swept):
@@ -119,8 +119,8 @@ def test_a_failed_latency_keeps_the_result_and_says_why(monkeypatch):
         spec, workload, device, StopRule(blocks=3), probe=False, latency=True
     )
     assert result.status == "ok" and result.measurement is not None
-    assert result.facts.latency is None
-    assert result.facts.latency_error == "RuntimeError: no batch of 1 here"
+    assert result.facts.get(keys.Latency) is None
+    assert result.facts.get(keys.LATENCY_FAILURE) == "RuntimeError: no batch of 1 here"
     assert latency_cell(result) == "—"
     assert "no latency at batch 1: RuntimeError: no batch of 1 here" in run_tables([result])
 

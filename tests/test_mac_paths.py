@@ -22,7 +22,9 @@ import torch
 import accelbench.backends.coreml as coreml
 import accelbench.devices.mps as mps
 from accelbench.backends import expand_backends
-from accelbench.core.metrics import CPU_FALLBACK_OPS, LOAD_S, Metrics
+from accelbench.core import metrics as keys
+from accelbench.core.facts import Facts
+from accelbench.core.metrics import CPU_FALLBACK_OPS, LOAD_S
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.devices import HostTimer, resolve_devices
@@ -223,7 +225,7 @@ def test_other_devices_keep_the_plain_reason():
 
 
 def test_the_views_read_what_the_writers_store():
-    assert Metrics({CPU_FALLBACK_OPS: ["aten::a", "aten::b"]}).cpu_fallback_ops == (
+    assert Facts({CPU_FALLBACK_OPS: ["aten::a", "aten::b"]}).get(keys.FALLBACK_OPS) == (
         "aten::a",
         "aten::b",
     )
@@ -341,7 +343,7 @@ def test_core_ml_times_the_load_apart_and_warms_up_before_timing(fake_coreml):
 
 def test_core_ml_counts_the_compute_plan_operators_per_unit(fake_coreml):
     result = _coreml_run("coreml-all", precision="fp32")
-    facts = Metrics(result.metrics).coreml
+    facts = Facts(result.metrics).get(keys.CoreMLFacts)
     assert facts is not None and facts.operators == 4  # the constant is left out
     assert facts.per_unit == {"GPU": 2, "CPU": 1, "undetermined": 1}
     text = run_tables([result], width=400)
@@ -351,7 +353,7 @@ def test_core_ml_counts_the_compute_plan_operators_per_unit(fake_coreml):
 
 def test_without_a_compute_plan_the_result_says_why(fake_coreml):
     del fake_coreml.models.compute_plan
-    facts = Metrics(_coreml_run("coreml-cpu-only").metrics).coreml
+    facts = Facts(_coreml_run("coreml-cpu-only").metrics).get(keys.CoreMLFacts)
     assert facts is not None and facts.per_unit is None
     assert facts.plan_unavailable == "coremltools 9.0-fake has no compute plan"
 

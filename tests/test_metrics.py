@@ -11,14 +11,18 @@ import torch
 import accelbench
 from accelbench.analysis.drift import compare_outputs
 from accelbench.core import metrics as keys
+from accelbench.core.facts import Facts
 from accelbench.core.metrics import (
     Bottleneck,
     Drift,
     Flops,
     MaxBatchSearch,
-    Metrics,
+    OnnxRuntimeFacts,
+    OptimizeTag,
     Parallel,
     Power,
+    Probe,
+    Pruning,
     RankFigures,
     Verification,
 )
@@ -39,19 +43,19 @@ def _result(metrics: dict[str, object]) -> Result:
 
 
 def test_nothing_recorded_reads_as_none():
-    metrics = Metrics({})
-    assert metrics.probe is None and metrics.drift is None and metrics.power is None
-    assert metrics.parallel is None and metrics.max_batch is None and metrics.pruning is None
-    assert metrics.onnxruntime is None and metrics.optimize is None and metrics.bottleneck is None
-    assert metrics.verification is None and metrics.setup_s is None
-    assert metrics.flops == Flops() and metrics.power_unavailable == ""
-    assert not metrics.memory_tensors_only
+    metrics = Facts({})
+    for kind in (Probe, Drift, Power, Parallel, MaxBatchSearch, Pruning, OnnxRuntimeFacts):
+        assert metrics.get(kind) is None
+    assert metrics.get(OptimizeTag) is None and metrics.get(Bottleneck) is None
+    assert metrics.get(Verification) is None and metrics.get(keys.SETUP) is None
+    assert metrics.get_or_default(Flops) == Flops() and metrics.get(keys.POWER_MISSING) == ""
+    assert not metrics.get(keys.TENSORS_ONLY)
 
 
 def test_drift_reads_what_compare_outputs_writes():
     reference = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
     written = compare_outputs(reference, reference * 1.01, classifier=True)
-    drift = Metrics({keys.DRIFT: written}).drift
+    drift = Facts({keys.DRIFT: written}).get(keys.Drift)
     assert drift is not None and drift.samples == 2 and drift.top1_agreement == 1.0
     assert abs((drift.max_rel_error or 0) - 0.01) < 1e-6 and not drift.not_finite
     broken = compare_outputs(reference, reference * float("nan"), classifier=False)
@@ -68,13 +72,13 @@ def test_power_reads_the_reading_and_the_figures_beside_it():
         keys.SAMPLES_PER_S_PER_WATT: 2.0,
         keys.POWER_WARNING: "rough",
     }
-    assert Metrics(stored).power == Power(200.0, 80.0, 0.4, "x", 0.5, 2.0, "rough")
+    assert Facts(stored).get(keys.Power) == Power(200.0, 80.0, 0.4, "x", 0.5, 2.0, "rough")
 
 
 def test_max_batch_reads_what_the_search_writes():
     found = MaxBatch(_result({}), ((8, "ok"), (16, "oom")), limit_reached=True)
     stored = {**found.to_metrics(), keys.DEVICE_MEMORY: 2**30}
-    search = Metrics(stored).max_batch
+    search = Facts(stored).get(keys.MaxBatchSearch)
     assert search == MaxBatchSearch(8, ((8, "ok"), (16, "oom")), True, "", 2**30)
 
 
@@ -89,17 +93,17 @@ def test_flops_parallel_and_the_bottleneck_verdict():
         keys.WORLD_SIZE: 1,
         keys.SCALING_UNAVAILABLE: "missing",
     }
-    metrics = Metrics(stored)
-    assert metrics.flops == Flops(None, 2e12, 4e12, "datasheet", 0.5)
-    assert metrics.bottleneck == Bottleneck("compute-bound", "because")
-    assert metrics.parallel == Parallel(
+    metrics = Facts(stored)
+    assert metrics.get(Flops) == Flops(None, 2e12, 4e12, "datasheet", 0.5)
+    assert metrics.get(Bottleneck) == Bottleneck("compute-bound", "because")
+    assert metrics.get(Parallel) == Parallel(
         1, (RankFigures(0, "cpu", 3.0, 24.0),), scaling_unavailable="missing"
     )
 
 
 def test_verification_keeps_a_loss_that_was_not_finite():
     facts = {"verdict": "diverges", "reasons": ["loss"], "loss_curve": [2.0, None], "epochs": 2}
-    verified = Metrics({keys.VERIFY: facts}).verification
+    verified = Facts({keys.VERIFY: facts}).get(keys.Verification)
     assert verified == Verification(
         verdict="diverges", reasons=("loss",), loss_curve=(2.0, None), epochs=2
     )
@@ -117,13 +121,14 @@ def test_metrics_read_the_same_after_the_database(tmp_path):
         saved = store.save(_result(stored))
         (read,) = store.results()
     assert saved.metrics == stored
-    before, after = Metrics(stored), Metrics(read.metrics)
-    for name in ("setup_s", "probe", "optimize", "onnxruntime", "memory_tensors_only"):
-        assert getattr(before, name) == getattr(after, name)
-    assert after.onnxruntime is not None and after.onnxruntime.providers == (
-        "CPUExecutionProvider",
-    )
-    assert after.probe is not None and after.probe.step_time_s == 0.01
+    before, after = Facts(stored), Facts(read.metrics)
+    for kind in (keys.SETUP, Probe, OptimizeTag, OnnxRuntimeFacts, keys.TENSORS_ONLY):
+        assert before.get(kind) == after.get(kind)
+    ort = after.get(OnnxRuntimeFacts)
+    assert ort is not None and ort.providers == ("CPUExecutionProvider",)
+    assert ort.version == "1.30"
+    probe = after.get(Probe)
+    assert probe is not None and probe.step_time_s == 0.01
 
 
 def test_writers_records_read_back_as_the_values_that_wrote_them():
@@ -144,16 +149,18 @@ def test_writers_records_read_back_as_the_values_that_wrote_them():
     assert keys.Probe.from_metrics(probe.to_metrics()) == probe
     old = {keys.PROBE: {"batch_size": 4, "step_time_s": 0.02, "blocks": 5}}  # before the CI
     assert keys.Probe.from_metrics(old) == keys.Probe(4, 0.02, 5)
-    assert Metrics(probe.to_metrics()).probe == probe
+    assert Facts(probe.to_metrics()).get(keys.Probe) == probe
     tag = keys.OptimizeTag("bf16", {"max_rel_error": 0.05, "min_top1": 0.95})
-    assert Metrics(tag.to_metrics()).optimize == tag
+    assert Facts(tag.to_metrics()).get(keys.OptimizeTag) == tag
     # a probe recorded without its block count still gives the verdict its batch and time
-    assert Metrics({keys.PROBE: {"batch_size": 2, "step_time_s": 0.1}}).probe == keys.Probe(2, 0.1)
+    assert Facts({keys.PROBE: {"batch_size": 2, "step_time_s": 0.1}}).get(keys.Probe) == keys.Probe(
+        2, 0.1
+    )
 
 
 def test_a_result_reads_its_own_metrics_through_the_typed_view():
     result = _result({keys.VERIFY: {"verdict": "ok", "accuracy": 0.9}, keys.SETUP_S: 2.0})
-    assert result.facts.setup_s == 2.0
+    assert result.facts.get(keys.SETUP) == 2.0
     assert result.verification == Verification(verdict="ok", accuracy=0.9)
     assert _result({}).verification is None
 

@@ -104,18 +104,21 @@ def test_merging_keeps_every_process_apart_and_combines_what_each_recorded():
     )
     merged = _merged(first, second)
     m, facts = merged.measurement, merged.facts
-    assert m.rounds == ((3, 1), (3, 1)) and facts.rounds.passes == (1, 2)
+    assert m.rounds == ((3, 1), (3, 1)) and facts.get(keys.Rounds).passes == (1, 2)
     assert m.rate.median == pytest.approx(math.sqrt(100.0 * 110.0))
-    assert facts.probe.steps == (0.004, 0.005)
-    assert facts.probe.step_time_s == pytest.approx(math.sqrt(0.004 * 0.005))
-    assert facts.machine_state.other_cpu_cores == 0.8 and facts.machine_state.seconds == 3.0
-    assert facts.overhead.warmup_s == 0.75 and facts.overhead.probe_s == 1.5
-    assert facts.power.joules == pytest.approx(8.4)
-    assert facts.power.average_watts == pytest.approx(8.4 / 0.057)
-    assert facts.drift is not None  # the first process's once-only figures stay
+    assert facts.get(keys.Probe).steps == (0.004, 0.005)
+    assert facts.get(keys.Probe).step_time_s == pytest.approx(math.sqrt(0.004 * 0.005))
+    state = facts.get(keys.MachineState)
+    assert state.other_cpu_cores == 0.8 and state.seconds == 3.0
+    assert facts.get(keys.Overhead).warmup_s == 0.75 and facts.get(keys.Overhead).probe_s == 1.5
+    assert facts.get(keys.Power).joules == pytest.approx(8.4)
+    assert facts.get(keys.Power).average_watts == pytest.approx(8.4 / 0.057)
+    assert facts.get(keys.Drift) is not None  # the first process's once-only figures stay
     assert merged.uid == first.uid
 
 
 def test_the_first_process_is_marked_as_one_process_of_its_configuration():
     result = merge(None, _process([100.0] * 3), 7)
-    assert result.measurement.rounds == ((3, 1),) and result.facts.rounds == Rounds(passes=(7,))
+    assert result.measurement.rounds == ((3, 1),) and result.facts.get(keys.Rounds) == Rounds(
+        passes=(7,)
+    )

@@ -101,7 +101,7 @@ class Analyzer:
         if result.spec.mode == GENERATE:  # its phases have figures of their own
             return self._generation(result, device)
         # Channel pruning made the model itself cheaper: its worker counted the pruned model.
-        pruning = result.facts.pruning
+        pruning = result.facts.get(keys.Pruning)
         per_sample = _number(result.metrics.get(keys.FLOPS_PER_SAMPLE))
         if pruning is not None and pruning.flops_per_sample is not None:
             per_sample = pruning.flops_per_sample
@@ -115,7 +115,7 @@ class Analyzer:
         """A generation's bandwidth share and prefill MFU (analysis/bandwidth)."""
         from .bandwidth import generation_figures
 
-        found, spec, metrics = result.facts.generation, result.spec, result.metrics
+        found, spec, metrics = result.facts.get(keys.Generation), result.spec, result.metrics
         if found is None:
             return result
         prefill = _number(metrics.get(keys.PREFILL_FLOPS_PER_SEQUENCE))
@@ -147,8 +147,8 @@ class Analyzer:
             out[keys.PEAK_FLOPS] = peak
             out[keys.PEAK_SOURCE] = peaks.source if peaks else ""
             out[keys.MFU] = flops_per_step / step_s / peak
-        probe = result.facts.probe
-        memory = result.peak_memory if result.facts.memory_tensors_only else None
+        probe = result.facts.get(keys.Probe)
+        memory = result.peak_memory if result.facts.get(keys.TENSORS_ONLY) else None
         timing = Timing(
             batch=spec.batch_size,
             step_s=step_s,
@@ -179,8 +179,10 @@ def _decisive_machine(result: Result) -> str:
     """What of the machine, over the timed samples or the probe, no verdict can stand with."""
     facts = result.facts
     found = [
-        *machine_caveats(facts.machine_state),
-        *machine_caveats(facts.probe_machine_state, "the verdict's probe"),
+        *machine_caveats(facts.get(keys.MachineState)),
+        *machine_caveats(
+            facts.get(keys.MachineState, keys.PROBE_MACHINE_STATE), "the verdict's probe"
+        ),
     ]
     return "; ".join(dict.fromkeys(c.text for c in found if c.decisive))
 
@@ -215,9 +217,12 @@ def _profile_evidence(result: Result, witness: Result | None) -> dict[str, Any]:
     """What the verdict takes from the step's profile, where it was profiled on a device: its
     own (`run --profile`), else `witness`'s, a stored profile of the same configuration on
     the same machine (`accelbench explain`)."""
-    found, source = result.facts.explanation, ""
+    found, source = result.facts.get(keys.Explanation), ""
     if (found is None or found.busy_share is None) and witness is not None:
-        found, source = witness.facts.explanation, f" (explain's profile, result #{witness.id})"
+        found, source = (
+            witness.facts.get(keys.Explanation),
+            f" (explain's profile, result #{witness.id})",
+        )
     if found is None or found.busy_share is None:
         return {}
     return {

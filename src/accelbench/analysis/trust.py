@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ..core import metrics as keys
 from ..core.metrics import LEFT_RUNNING, OPTIMIZE_POLICY, MachineState, Rounds
 from ..core.result import Result
 from ..core.stats import NOISY_CI_FRACTION
@@ -93,7 +94,7 @@ def assess(result: Result, earlier: Sequence[Result] = ()) -> Trust:
     caveats = [
         *_process_caveats(result),
         *_noise_caveats(result),
-        *(machine_caveats(result.facts.machine_state)),
+        *(machine_caveats(result.facts.get(keys.MachineState))),
         *_history_caveats(result, earlier),
         *_left_running(result),
         *_platform_caveats(result),
@@ -104,7 +105,7 @@ def assess(result: Result, earlier: Sequence[Result] = ()) -> Trust:
 
 def _process_caveats(result: Result) -> list[Caveat]:
     """How many processes the figures come from, and what became of the others."""
-    m, rounds = result.measurement, result.facts.rounds
+    m, rounds = result.measurement, result.facts.get(keys.Rounds)
     out = []
     if m is not None and m.processes == 1:
         out.append(Caveat("processes", _one_process(rounds)))

@@ -325,3 +325,7 @@ class Facts:
         if isinstance(kind, Scalar):
             return kind.get(self.raw)
         return _read(kind, self.raw, key or _key_of(kind))
+
+    def get_or_default(self, kind: type[F]) -> F:
+        """The fact, or where absent its value with every field defaulted (`Flops()`)."""
+        return self.get(kind) or kind()

@@ -45,7 +45,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .explanation import Explanation
-from .facts import Fact, Facts, check, fact, scalar, stored
+from .facts import Fact, check, fact, scalar, stored
 
 __all__ = [
     "ACHIEVED_FLOPS",
@@ -78,6 +78,7 @@ __all__ = [
     "OVERHEAD",
     "OPTIMIZE_POLICY",
     "OWN_STEPS",
+    "Explanation",
     "PairedInterval",
     "P99_MIN_SAMPLES",
     "PROBE_MACHINE_STATE",
@@ -111,7 +112,6 @@ __all__ = [
     "Latency",
     "MachineState",
     "MaxBatchSearch",
-    "Metrics",
     "OnnxRuntimeFacts",
     "OptimizeTag",
     "Overhead",
@@ -688,131 +688,6 @@ LEFT = scalar(LEFT_RUNNING, tuple[str, ...], ())
 for _key in (JOULES_PER_SAMPLE, SAMPLES_PER_S_PER_WATT):
     scalar(_key, float | None, None)  # beside `power`, checked where it is absent too
 scalar(POWER_WARNING, str, "")
-
-
-@dataclass(frozen=True)
-class Metrics(Facts):
-    """A result's metrics read through typed accessors: `Metrics(result.metrics).power`.
-
-    Each accessor returns its fact, or None (an empty text, for the reasons) when the result
-    has none.
-    """
-
-    @property
-    def flops(self) -> Flops:
-        return self.get(Flops) or Flops()
-
-    @property
-    def probe_machine_state(self) -> MachineState | None:
-        return self.get(MachineState, PROBE_MACHINE_STATE)
-
-    @property
-    def setup_s(self) -> float | None:
-        return self.get(SETUP)
-
-    @property
-    def probe(self) -> Probe | None:
-        return self.get(Probe)
-
-    @property
-    def probe_error(self) -> str:
-        return self.get(PROBE_FAILURE)
-
-    @property
-    def latency(self) -> Latency | None:
-        return self.get(Latency)
-
-    @property
-    def latency_error(self) -> str:
-        return self.get(LATENCY_FAILURE)
-
-    @property
-    def drift(self) -> Drift | None:
-        return self.get(Drift)
-
-    @property
-    def power(self) -> Power | None:
-        return self.get(Power)
-
-    @property
-    def power_unavailable(self) -> str:
-        return self.get(POWER_MISSING)
-
-    @property
-    def bottleneck(self) -> Bottleneck | None:
-        return self.get(Bottleneck)
-
-    @property
-    def memory_tensors_only(self) -> bool:
-        return self.get(TENSORS_ONLY)
-
-    @property
-    def pruning(self) -> Pruning | None:
-        return self.get(Pruning)
-
-    @property
-    def parallel(self) -> Parallel | None:
-        return self.get(Parallel)
-
-    @property
-    def max_batch(self) -> MaxBatchSearch | None:
-        return self.get(MaxBatchSearch)
-
-    @property
-    def explanation(self) -> Explanation | None:
-        return self.get(Explanation)
-
-    @property
-    def explain_error(self) -> str:
-        return self.get(EXPLAIN_FAILURE)
-
-    @property
-    def onnxruntime(self) -> OnnxRuntimeFacts | None:
-        return self.get(OnnxRuntimeFacts)
-
-    @property
-    def cpu_fallback_ops(self) -> tuple[str, ...]:
-        return self.get(FALLBACK_OPS)
-
-    @property
-    def coreml(self) -> CoreMLFacts | None:
-        return self.get(CoreMLFacts)
-
-    @property
-    def load_s(self) -> float | None:
-        return self.get(LOADING)
-
-    @property
-    def optimize(self) -> OptimizeTag | None:
-        return self.get(OptimizeTag)
-
-    @property
-    def overhead(self) -> Overhead | None:
-        return self.get(Overhead)
-
-    @property
-    def verification(self) -> Verification | None:
-        return self.get(Verification)
-
-    @property
-    def machine_state(self) -> MachineState | None:
-        return self.get(MachineState)
-
-    @property
-    def generation(self) -> Generation | None:
-        return self.get(Generation)
-
-    @property
-    def rounds(self) -> Rounds | None:
-        return self.get(Rounds)
-
-    @property
-    def model_output(self) -> str:
-        return self.get(OUTPUT_USED)
-
-    @property
-    def parameters(self) -> int | None:
-        return self.get(PARAMETER_COUNT)
 
 
 def check_metrics(metrics: Mapping[str, Any]) -> None:

@@ -9,7 +9,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from .metrics import Metrics, Verification, check_metrics
+from . import metrics as keys
+from .facts import Facts
+from .metrics import Verification, check_metrics
 from .stats import Measurement
 from .vocab import MODES, PRECISIONS, STATUSES, TORCH
 
@@ -134,14 +136,14 @@ class Result:
     uid: str = field(default_factory=lambda: uuid.uuid4().hex)  # the same in every database
 
     @property
-    def facts(self) -> Metrics:
-        """The metrics read through typed accessors (`result.facts.power`)."""
-        return Metrics(self.metrics)
+    def facts(self) -> Facts:
+        """The metrics read typed (`result.facts.get(Power)`)."""
+        return Facts(self.metrics)
 
     @property
     def verification(self) -> Verification | None:
         """What `accelbench verify` recorded, for its results (which carry no measurement)."""
-        return self.facts.verification
+        return self.facts.get(keys.Verification)
 
     @property
     def samples_per_block(self) -> int:

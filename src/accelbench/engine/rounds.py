@@ -79,7 +79,7 @@ def round_stop(policy: RoundPolicy, stop: StopRule, index: int) -> StopRule:
 def more_rounds(policy: RoundPolicy, stop: StopRule, result: Result) -> Rounds:
     """The configuration's process plan after its latest process: how many processes it gets in
     all (`planned`) and why; `complete` once they have all run, or once one failed."""
-    facts = result.facts.rounds
+    facts = result.facts.get(keys.Rounds)
     assert facts is not None  # every result of this engine carries its rounds
     done = len(facts.passes)
     facts = replace(facts, policy=policy.text())
@@ -124,7 +124,7 @@ def merge(previous: Result | None, latest: Result, pass_no: int) -> Result:
     figures (drift, latency, profile, FLOPs) stay as they are."""
     if previous is None:
         return _first(latest, pass_no)
-    facts = previous.facts.rounds
+    facts = previous.facts.get(keys.Rounds)
     assert facts is not None and previous.measurement is not None
     if latest.measurement is None:  # the earlier processes stand; this one is a caveat
         return _failed(previous, latest, facts)

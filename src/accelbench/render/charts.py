@@ -13,6 +13,7 @@ from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import levers
+from ..core import metrics as keys
 from ..core.explanation import CATEGORIES
 from ..core.metrics import Drift, OptimizeTag
 from ..core.result import Result, machine_of
@@ -166,7 +167,7 @@ def ladder_chart(results: Sequence[Result]) -> bytes | None:
     ratios: dict[int, tuple[float, float, float]] = {}
     drawn = []
     for r in ok:
-        if r.facts.optimize is not None:
+        if r.facts.get(keys.OptimizeTag) is not None:
             continue  # drawn with its drift by optimize_chart
         base = by_spec.get((machine_of(r.environment), r.sweep, levers.eager(r.spec)))
         if base is None or base.spec == r.spec or base.measurement is None:
@@ -245,7 +246,7 @@ def optimize_chart(results: Sequence[Result]) -> bytes | None:
     variants whose drift breaks the ladder's tolerance are drawn in red."""
     ladders: dict[str, list[Result]] = {}
     for r in reversed(_ok(results)):  # oldest first: the ladder's own order
-        if r.facts.optimize is not None:
+        if r.facts.get(keys.OptimizeTag) is not None:
             ladders.setdefault(r.sweep, []).append(r)
     ladders = {k: v for k, v in ladders.items() if _baseline(v) is not None}
     ladders = dict(list(ladders.items())[-LADDERS:])  # the newest searches
@@ -266,7 +267,7 @@ def optimize_chart(results: Sequence[Result]) -> bytes | None:
 
 def _tag(r: Result) -> OptimizeTag:
     """The ladder's tag on one of its results (the caller picked tagged results only)."""
-    tag = r.facts.optimize
+    tag = r.facts.get(keys.OptimizeTag)
     assert tag is not None
     return tag
 
@@ -304,10 +305,12 @@ def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> Non
         r.measurement.rate.median / base.measurement.rate.median if r.measurement else 0.0
         for r in members
     ]
-    drifts = [_drawn_drift(r.facts.drift) for r in members]
+    drifts = [_drawn_drift(r.facts.get(keys.Drift)) for r in members]
     tolerance = _tolerance(base)
     colors = [
-        "#aa3377" if tolerance and r is not base and tolerance.breach(r.facts.drift) else "#4477aa"
+        "#aa3377"
+        if tolerance and r is not base and tolerance.breach(r.facts.get(keys.Drift))
+        else "#4477aa"
         for r in members
     ]
     positions = list(range(len(names)))
@@ -325,7 +328,7 @@ def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> Non
     drift_axes.set_xscale("log")
     drift_axes.set_yticks(positions, [""] * len(names))
     drift_axes.invert_yaxis()
-    by_spread = any(r.facts.drift and r.facts.drift.by_spread for r in members)
+    by_spread = any((d := r.facts.get(keys.Drift)) and d.by_spread for r in members)
     drift_axes.set_xlabel(
         "drift: logit error / spread of fp32's logits (log scale)"
         if by_spread
@@ -346,7 +349,7 @@ def _wrapped(text: str, width: int) -> str:
 
 def explain_chart(results: Sequence[Result]) -> bytes | None:
     """Each profiled configuration's step as one bar, split into its categories' shares."""
-    explained = [(r, r.facts.explanation) for r in results]
+    explained = [(r, r.facts.get(keys.Explanation)) for r in results]
     shown = [(r, e) for r, e in explained if e is not None and e.shares()][:BARS]  # newest
     if not shown:
         return None

@@ -20,6 +20,7 @@ from html import escape
 
 from ..analysis.compare import DEVICE, Speedup, compare
 from ..analysis.trust import trust_of
+from ..core import metrics as keys
 from ..core.metrics import P99_MIN_SAMPLES
 from ..core.result import Result, machine_of, utc_now
 from ..core.version import __version__
@@ -334,7 +335,7 @@ def _comparisons(results: Sequence[Result]) -> str:
         classes = ["", "", "", "", "", *["num"] * (len(cells) - 5)]
         if row.speedup and not row.speedup.significant:
             classes[-1] = "num ns"
-        bottleneck = row.result.facts.bottleneck
+        bottleneck = row.result.facts.get(keys.Bottleneck)
         verdict = bottleneck.kind if bottleneck else ""
         rows.append([*zip(cells, classes, strict=True), (verdict, "")])
     kept, dropped = informative(headers, [[_plain(t) for t, _ in row] for row in rows])
@@ -393,8 +394,8 @@ def _explanations(results: Sequence[Result]) -> str:
     """Each profiled configuration's explanation, and its top operators as a table (the newest
     EXPLAINED of them)."""
     parts = []
-    for r in [r for r in results if r.facts.explanation is not None][:EXPLAINED]:
-        found = r.facts.explanation
+    for r in [r for r in results if r.facts.get(keys.Explanation) is not None][:EXPLAINED]:
+        found = r.facts.get(keys.Explanation)
         if found is None:
             continue
         time = "device" if found.busy_share is not None else "host"

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..analysis.trust import trust_of
+from ..core import metrics as keys
 from ..core.metrics import percentiles
 from ..core.result import Result, machine_of
 from ..levers import spec_json
@@ -100,7 +101,7 @@ def _identity(r: Result) -> dict[str, Any]:
 
 def _figures(r: Result) -> dict[str, Any]:
     facts = r.facts
-    verdict = facts.bottleneck
+    verdict, flops = facts.get(keys.Bottleneck), facts.get_or_default(keys.Flops)
     return {
         "status": r.status,
         "error": r.error,
@@ -109,10 +110,10 @@ def _figures(r: Result) -> dict[str, Any]:
         "peak_memory_meaning": r.peak_memory_meaning if r.peak_memory is not None else "",
         **_latency(r),
         **_generation(r),
-        "parameters": facts.parameters,
-        "flops_per_sample": facts.flops.per_sample,
-        "achieved_flops_per_s": facts.flops.achieved,
-        "mfu": facts.flops.mfu,
+        "parameters": facts.get(keys.PARAMETER_COUNT),
+        "flops_per_sample": flops.per_sample,
+        "achieved_flops_per_s": flops.achieved,
+        "mfu": flops.mfu,
         **_energy(r),
         "verdict": verdict.kind if verdict else "",
         "verdict_explanation": verdict.explanation if verdict else "",
@@ -148,7 +149,7 @@ def _timing(r: Result) -> dict[str, Any]:
 
 
 def _latency(r: Result) -> dict[str, Any]:
-    found = r.facts.latency
+    found = r.facts.get(keys.Latency)
     if found is None:
         return {}
     return {
@@ -159,7 +160,7 @@ def _latency(r: Result) -> dict[str, Any]:
 
 
 def _generation(r: Result) -> dict[str, Any]:
-    g = r.facts.generation
+    g = r.facts.get(keys.Generation)
     if g is None:
         return {}
     tpot = percentiles(g.tpot_s) if g.tpot_s else None
@@ -172,7 +173,7 @@ def _generation(r: Result) -> dict[str, Any]:
 
 
 def _energy(r: Result) -> dict[str, Any]:
-    power = r.facts.power
+    power = r.facts.get(keys.Power)
     if power is None:
         return {}
     return {

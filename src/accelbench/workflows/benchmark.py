@@ -268,7 +268,8 @@ def run_plan(
             result = measure(progress, pass_no, lambda i, s: bar.advance(task))
             bar.remove_task(task)
             bar.update(overall, advance=1, total=sum(_planned(plan, p) for p in todo))
-            if claims is not None and result.facts.rounds and result.facts.rounds.complete:
+            rounds = result.facts.get(keys.Rounds)
+            if claims is not None and rounds and rounds.complete:
                 claims.release(spec)
             return result
 
@@ -291,7 +292,7 @@ class _Measure:
         plan, store, spec = self.plan, self.store, progress.config.spec
         result = _next_process(plan, progress, pass_no, on_block)
         earlier = _earlier_runs(store, result, plan.sweep.id)
-        witness = next((r for r in earlier if r.facts.explanation is not None), None)
+        witness = next((r for r in earlier if r.facts.get(keys.Explanation) is not None), None)
         result = self.analyze(result, plan.devices[spec.device], witness)
         if spec.processes == 1 and result.measurement is not None:
             self.singles[spec] = result
@@ -334,7 +335,7 @@ class _Claims:
 
 
 def _processes(result: Result | None) -> int:
-    rounds = result.facts.rounds if result is not None else None
+    rounds = result.facts.get(keys.Rounds) if result is not None else None
     return 0 if rounds is None else len(rounds.passes) + len(rounds.failed)
 
 
@@ -364,13 +365,13 @@ def _earlier_runs(store: Store, result: Result, sweep: str) -> list[Result]:
 def _next_pass(stored: Iterable[Result]) -> int:
     """The pass after every one stored in the sweep: the same command run again, or resumed,
     numbers its passes on, so that compare pairs only processes that ran side by side."""
-    passes = [n for r in stored for n in (r.facts.rounds.passes if r.facts.rounds else ())]
+    passes = [n for r in stored for n in (r.facts.get_or_default(keys.Rounds).passes)]
     return max(passes, default=0) + 1
 
 
 def _planned(plan: Plan, progress: Progress) -> int:
     """The processes a configuration is planned to get, as far as its plan is known."""
-    rounds = progress.result.facts.rounds if progress.result is not None else None
+    rounds = progress.result.facts.get(keys.Rounds) if progress.result is not None else None
     if rounds is not None and rounds.planned:
         return rounds.planned
     return first_rounds(plan.policy, progress.config.stop)
@@ -410,7 +411,7 @@ def resumable(plan: Plan, store: Store) -> dict[RunSpec, Result]:
     for result in store.results(Filters(sweep=plan.sweep.id)):  # newest first: they win
         stored.setdefault(result.spec, result)
     for result in stored.values():
-        if result.facts.rounds is None:
+        if result.facts.get(keys.Rounds) is None:
             raise UsageError(
                 f"--resume: sweep {plan.sweep.id} was stored by an earlier accelbench, one "
                 f"process per configuration (result #{result.id}); its results stay readable. "
@@ -447,9 +448,9 @@ def benchmark(
     channels_last=(False, True), compile=("", "default"), threads=(4,), processes=(2,) (per
     node). With `db` every result is also stored there (and `resume` skips those stored);
     without, they are only returned. With `profile`, each configuration's step is profiled
-    after its samples (`result.facts.explanation`). With `latency`, each single-process
+    after its samples (`result.facts.get(keys.Explanation)`). With `latency`, each single-process
     inference configuration is timed at batch 1 too, one step a sample
-    (`result.facts.latency`: p50, p90, p99)."""
+    (`result.facts.get(keys.Latency)`: p50, p90, p99)."""
     refs = [workload] if isinstance(workload, (str, WorkloadRef)) else list(workload)
     request = BenchmarkRequest(
         workloads=tuple(r if isinstance(r, WorkloadRef) else WorkloadRef(r) for r in refs),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core import metrics as keys
 from ..core.explanation import Explanation, ProfileRequest
 from ..core.result import Result, Value
 from ..errors import AccelbenchError, UsageError
@@ -33,9 +34,9 @@ def explained(result: Result) -> Explanation:
     """The result's explanation, or AccelbenchError saying why it has none."""
     if result.status != "ok":
         raise AccelbenchError(f"{result.spec.workload}: {result.status}: {result.error}")
-    found = result.facts.explanation
+    found = result.facts.get(keys.Explanation)
     if found is None:
-        raise AccelbenchError(result.facts.explain_error or "the step was not profiled")
+        raise AccelbenchError(result.facts.get(keys.EXPLAIN_FAILURE) or "the step was not profiled")
     return found
 
 

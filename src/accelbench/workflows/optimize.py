@@ -16,6 +16,7 @@ from typing import Any
 
 from ..analysis.compare import Speedup, speedup
 from ..backends import code
+from ..core import metrics as keys
 from ..core.metrics import DRIFT, Drift
 from ..core.result import Result, RunSpec
 from ..core.vocab import GENERATE
@@ -202,7 +203,7 @@ def assess(
             out.append(Assessment(rung, result, None, None, "", baseline=True))
         else:
             ratio = speedup(result, base, spread_from=base) if base.measurement else None
-            refused = tolerance.breach(result.facts.drift)
+            refused = tolerance.breach(result.facts.get(keys.Drift))
             ref = references[i] if i < len(references) else None
             step = _step(result, results[ref], base) if ref else None
             note = _note(rung, step or ratio, launch_bound, rungs[ref].name if step and ref else "")
@@ -276,7 +277,7 @@ def gain_text(factors: Sequence[Factor], total: Speedup | None) -> str:
 
 def is_launch_bound(base: Result) -> bool:
     """Whether fp32 eager's verdict says its step is launch-bound."""
-    verdict = base.facts.bottleneck
+    verdict = base.facts.get(keys.Bottleneck)
     return verdict is not None and verdict.kind == "launch-bound"
 
 

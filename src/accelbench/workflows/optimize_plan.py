@@ -16,6 +16,7 @@ from pathlib import Path
 from ..analysis.metrics import Analyzer
 from ..analysis.trust import with_trust
 from ..backends import unsupported
+from ..core import metrics as keys
 from ..core.metrics import OPTIMIZE_POLICY, OptimizeTag
 from ..core.result import Result, RunSpec
 from ..core.vocab import GENERATE
@@ -250,7 +251,7 @@ def optimize(
 def _settled(result: Result) -> Result:
     """A variant's processes as the search left them: complete, since the search, not a plan,
     decides whether another runs."""
-    rounds = result.facts.rounds
+    rounds = result.facts.get(keys.Rounds)
     assert rounds is not None
     done = len(rounds.passes)
     why = "the search adds processes only where a decision is close"

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from ..analysis.compare import Speedup, speedup
 from ..analysis.verdict import decode_bound
 from ..backends import all_backends
+from ..core import metrics as keys
 from ..core.result import Result, RunSpec
 from ..core.vocab import GENERATE
 from ..devices import Device
@@ -359,7 +360,7 @@ class Search:
         """Of the levers with variants `offered`, those that relieve what bounds the baseline's
         step, where its measurement says (a generation's decode step, from its floors); the
         path says which and why."""
-        generation = base.result.facts.generation
+        generation = base.result.facts.get(keys.Generation)
         bound = decode_bound(generation) if generation is not None else ""
         levers = [
             lever
@@ -526,7 +527,7 @@ class Search:
         # measured before and decided on against another (a precision alone, now the stack's
         # alternative): its step keeps that decision, and this one is a step of its own
         again = trial.judged is not None and trial.judged.over is not reference
-        breach = self.tolerance.breach(trial.result.facts.drift)
+        breach = self.tolerance.breach(trial.result.facts.get(keys.Drift))
         gain = self._gain(trial, reference)
         if breach or gain is None:
             if not again:
@@ -541,7 +542,7 @@ class Search:
         return gain.low > 1.0
 
     def _usable(self, trial: Trial) -> bool:
-        return trial.measured and self.tolerance.breach(trial.result.facts.drift) is None
+        return trial.measured and self.tolerance.breach(trial.result.facts.get(keys.Drift)) is None
 
     def _beats(self, trial: Trial, reference: Trial) -> bool:
         gain = self._gain(trial, reference)
@@ -660,7 +661,7 @@ class Search:
         the path to show with every process in."""
         if not trial.measured:
             return trial.outcome
-        breach = self.tolerance.breach(trial.result.facts.drift)
+        breach = self.tolerance.breach(trial.result.facts.get(keys.Drift))
         gain = self._gain(trial, ref)
         own = ref is not self.reference  # judged against a reference of its own
         trial.judged = None
@@ -687,7 +688,7 @@ def _references_first(variants: Sequence[Variant]) -> list[Variant]:
 
 def _accuracy_cost(trial: Trial, ref: Trial) -> str:
     """What `trial` costs in accuracy beside its reference: both drifts from the fp32 model."""
-    mine, theirs = trial.result.facts.drift, ref.result.facts.drift
+    mine, theirs = trial.result.facts.get(keys.Drift), ref.result.facts.get(keys.Drift)
     if mine is None or mine.max_rel_error is None:
         return ""
     text = f"; max rel. error {mine.max_rel_error:.2g}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...core import metrics as keys
 from ...core.explanation import IDLE, Explanation
 from ...core.result import Result
 from ...levers import label
@@ -32,11 +33,11 @@ def explanation_blocks(results: Sequence[Result]) -> str:
 
 def explanation_lines(r: Result, verdict: bool = True) -> list[str]:
     """The explanation's lines, without a heading; [] when the result was not profiled."""
-    found = r.facts.explanation
+    found = r.facts.get(keys.Explanation)
     if found is None:
-        reason = r.facts.explain_error
+        reason = r.facts.get(keys.EXPLAIN_FAILURE)
         return [f"not profiled: {reason}"] if reason else []
-    bottleneck = r.facts.bottleneck if verdict else None
+    bottleneck = r.facts.get(keys.Bottleneck) if verdict else None
     return [
         _profiled(found),
         *_busy(found),

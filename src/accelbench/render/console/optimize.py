@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ...analysis.trust import trust_of
+from ...core import metrics as keys
 from ...core.metrics import DECISIVE_MARGIN
 from ...core.vocab import GENERATE
 from ...levers import label
@@ -104,7 +105,7 @@ def _undetermined_notes(verdicts: Sequence[Assessment], tolerance: Tolerance) ->
     """Each variant whose tokens could not be judged, and why."""
     notes = []
     for v in verdicts:
-        drift = v.result.facts.drift if v.result.measurement is not None else None
+        drift = v.result.facts.get(keys.Drift) if v.result.measurement is not None else None
         if not v.baseline and (why := tolerance.tokens_undetermined(drift)):
             notes.append(f"{v.rung.name}: {why}; judged on its logits alone")
     return notes
@@ -115,7 +116,7 @@ def _backend_notes(verdicts: Sequence[Assessment]) -> list[str]:
     notes = []
     for v in verdicts:
         r = v.result
-        ort = r.facts.onnxruntime
+        ort = r.facts.get(keys.OnnxRuntimeFacts)
         if ort and r.measurement is not None:
             notes.append(f"{v.rung.name}: {onnxruntime_note(ort, r.peak_memory_meaning)}")
     return notes
@@ -140,7 +141,7 @@ def _optimize_cells(v: Assessment, trial: Trial, tolerance: Tolerance) -> list[s
     if r.measurement is None:
         status = "not finished" if trial.budget_cut else _FAILED.get(r.status, r.status.upper())
         return [status, "", "", "", "", ""]
-    drift = r.facts.drift
+    drift = r.facts.get(keys.Drift)
     error, agree = _drift_cells(drift)
     baseline = v.baseline
     return [
@@ -173,7 +174,9 @@ def _drift_cells(drift: Drift | None) -> tuple[str, str]:
 def _within(v: Assessment, tolerance: Tolerance) -> str:
     if v.refused:
         return "no"
-    return "yes (logits)" if tolerance.tokens_undetermined(v.result.facts.drift) else "yes"
+    return (
+        "yes (logits)" if tolerance.tokens_undetermined(v.result.facts.get(keys.Drift)) else "yes"
+    )
 
 
 def _recommendation(

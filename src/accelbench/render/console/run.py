@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ...analysis.trust import trust_of
+from ...core import metrics as keys
 from ...core.result import Result
 from ...core.vocab import GENERATE
 from ...devices.kinds import BASELINE_DEVICE, is_baseline
@@ -76,7 +77,7 @@ def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
 
 def _configuration(r: Result) -> str:
     """The row's label, flagged where operators fell back to the CPU (the notes name them)."""
-    flag = " (partly on the CPU)" if r.facts.cpu_fallback_ops else ""
+    flag = " (partly on the CPU)" if r.facts.get(keys.FALLBACK_OPS) else ""
     return label(r.spec) + flag
 
 
@@ -84,7 +85,7 @@ def _device_notes(r: Result) -> list[str]:
     """What holds for every result of the device: what its memory figure means, its power."""
     notes = [
         f"peak memory is the {r.peak_memory_meaning}",
-        r.facts.power_unavailable,
+        r.facts.get(keys.POWER_MISSING),
     ]
     return [note for note in notes if note]
 
@@ -92,9 +93,9 @@ def _device_notes(r: Result) -> list[str]:
 def _latency_notes(r: Result) -> list[str]:
     """The per-request latency at batch 1 (too wide a figure for a column of this table)."""
     facts = r.facts
-    if facts.latency_error:
-        return [f"no latency at batch 1: {facts.latency_error}"]
-    found = facts.latency
+    if facts.get(keys.LATENCY_FAILURE):
+        return [f"no latency at batch 1: {facts.get(keys.LATENCY_FAILURE)}"]
+    found = facts.get(keys.Latency)
     if found is None:
         return []
     p50, p90, p99 = latency_percentiles(found)
@@ -117,7 +118,7 @@ def _headers(results: Sequence[Result]) -> tuple[str, ...]:
     if all(r.spec.mode == GENERATE for r in results):
         left_out |= {"TFLOP/s", "MFU"}
         headers = tuple("tokens/s" if h == "samples/s" else h for h in headers)
-    if all(r.facts.flops.mfu is None for r in results):
+    if all(r.facts.get_or_default(keys.Flops).mfu is None for r in results):
         left_out.add("MFU")
     if all(is_baseline(r.spec.device) for r in results):
         left_out.add("vs CPU")
@@ -127,7 +128,7 @@ def _headers(results: Sequence[Result]) -> tuple[str, ...]:
 def _figures(r: Result, cpu_rate: float | None, unit: str = "") -> dict[str, str]:
     """The measured cells of one row of the run table by column; `unit` follows the
     samples/s cell where the column mixes samples and tokens."""
-    m, flops, g = r.measurement, r.facts.flops, r.facts.generation
+    m, flops, g = r.measurement, r.facts.get_or_default(keys.Flops), r.facts.get(keys.Generation)
     assert m is not None
     per = r.samples_per_block  # the interval is on the figure read: samples/s
     tpot = g.tpot_median_s if g else None

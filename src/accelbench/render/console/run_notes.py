@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...analysis.verdict import decode_verdict
+from ...core import metrics as keys
 from ...core.metrics import (
     P99_MIN_SAMPLES,
     CoreMLFacts,
@@ -32,36 +33,38 @@ def derived_notes(r: Result) -> list[str]:
     """The verdict, the energy, MFU's peak, parallelism, max batch, drift and ONNX Runtime
     figures of one result, as sentences (its caveats are analysis/trust's)."""
     metrics = r.facts
-    bottleneck, flops = metrics.bottleneck, metrics.flops
+    bottleneck, flops = metrics.get(keys.Bottleneck), metrics.get_or_default(keys.Flops)
     notes = [bottleneck.explanation] if bottleneck else []
-    if metrics.model_output:
-        notes.append(f"your model's forward: {metrics.model_output}")
-    if generation := metrics.generation:
+    if metrics.get(keys.OUTPUT_USED):
+        notes.append(f"your model's forward: {metrics.get(keys.OUTPUT_USED)}")
+    if generation := metrics.get(keys.Generation):
         notes += generation_notes(generation)
-    if power := metrics.power:
+    if power := metrics.get(keys.Power):
         notes += _power_notes(power)
     if flops.peak is not None:
         notes.append(f"MFU against {number(flops.peak / 1e12)} TFLOP/s ({flops.peak_source})")
-    if parallel := metrics.parallel:
+    if parallel := metrics.get(keys.Parallel):
         notes.append(_parallel_note(parallel, r.samples_per_second or 0))
-    if max_batch := metrics.max_batch:
+    if max_batch := metrics.get(keys.MaxBatchSearch):
         notes.append(_max_batch_note(max_batch))
-    if metrics.probe_error:
-        notes.append(f"no verdict: the smaller-batch probe failed: {metrics.probe_error}")
-    if drift := metrics.drift:
+    if metrics.get(keys.PROBE_FAILURE):
+        notes.append(
+            f"no verdict: the smaller-batch probe failed: {metrics.get(keys.PROBE_FAILURE)}"
+        )
+    if drift := metrics.get(keys.Drift):
         notes.append(drift_note(drift))
-    if ort := metrics.onnxruntime:
+    if ort := metrics.get(keys.OnnxRuntimeFacts):
         notes.append(
             f"onnxruntime {ort.version}, providers {', '.join(ort.providers)}; "
             f"timed: {ort.timing}" + _caveat(ort)
         )
-    if fallen := metrics.cpu_fallback_ops:
+    if fallen := metrics.get(keys.FALLBACK_OPS):
         notes.append(
             f"partly on the CPU: {', '.join(fallen)} fell back to the CPU "
             "(PYTORCH_ENABLE_MPS_FALLBACK=1): the figures are partly the CPU's"
         )
-    if coreml := metrics.coreml:
-        notes.append(coreml_note(coreml, metrics.load_s))
+    if coreml := metrics.get(keys.CoreMLFacts):
+        notes.append(coreml_note(coreml, metrics.get(keys.LOADING)))
     return notes
 
 
