@@ -10,6 +10,7 @@ import pytest
 from accelbench.core import metrics as keys
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
+from accelbench.devices.power import JOULES_PER_SAMPLE, POWER, SAMPLES_PER_S_PER_WATT
 from accelbench.render.results_csv import CSV_FIGURES, results_csv
 
 
@@ -29,9 +30,9 @@ def _inference() -> Result:
             "batch_size": 1, "samples": 3, "p50_s": 0.002, "p90_s": 0.003, "p99_s": None,
             "steps_s": [0.002, 0.002, 0.003],
         },
-        keys.POWER: {"average_watts": 40.0, "joules": 4.0, "seconds": 0.1, "source": "RAPL"},
-        keys.JOULES_PER_SAMPLE: 0.25,
-        keys.SAMPLES_PER_S_PER_WATT: 4.0,
+        POWER: {"average_watts": 40.0, "joules": 4.0, "seconds": 0.1, "source": "RAPL"},
+        JOULES_PER_SAMPLE: 0.25,
+        SAMPLES_PER_S_PER_WATT: 4.0,
         keys.VERDICT: {"kind": "launch-bound", "explanation": "4x the batch took 1.07x"},
     }  # fmt: skip
     return Result(

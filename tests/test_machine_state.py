@@ -15,10 +15,9 @@ from rich.console import Console
 from rich.progress import TimeRemainingColumn
 
 from accelbench.analysis.trust import machine_caveats
-from accelbench.core import metrics as keys
 from accelbench.core.facts import Facts
-from accelbench.core.metrics import MachineState, check_metrics
-from accelbench.devices.state import HostReader, NvmlState, StateMeter
+from accelbench.core.metrics import check_metrics
+from accelbench.devices.state import MACHINE_STATE, HostReader, MachineState, NvmlState, StateMeter
 from accelbench.engine.track import progress_bar
 
 from .conftest import run_cli
@@ -175,8 +174,8 @@ def test_the_record_passes_import_validation_and_reads_back():
     )  # fmt: skip
     stored = json.loads(json.dumps(state.to_metrics()))  # as stored: tuples become lists
     check_metrics(stored)
-    assert Facts(stored).get(keys.MachineState) == state
-    bad = {keys.MACHINE_STATE: {**state.to_metrics()[keys.MACHINE_STATE], "cores": "two"}}
+    assert Facts(stored).get(MachineState) == state
+    bad = {MACHINE_STATE: {**state.to_metrics()[MACHINE_STATE], "cores": "two"}}
     try:
         check_metrics(bad)
     except ValueError as err:
@@ -197,7 +196,7 @@ def test_a_run_beside_a_busy_process_records_it_and_warns(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "other processes used" in out.stdout and "figures may be low and noisy" in out.stdout
     listed = run_cli("results", "--db", str(tmp_path / "r.db"), "--json")
-    state = json.loads(listed.stdout)[0]["metrics"][keys.MACHINE_STATE]
+    state = json.loads(listed.stdout)[0]["metrics"][MACHINE_STATE]
     assert state["other_cpu_cores"] > 0.3 and state["seconds"] > 0
     # and whose they were: the busy process, by its pid (not a child of the worker)
     assert any(n.startswith(f"pid {busy.pid} python") for n in state["other_cpu_busiest"]), state

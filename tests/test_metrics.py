@@ -20,7 +20,6 @@ from accelbench.core.metrics import (
     OnnxRuntimeFacts,
     OptimizeTag,
     Parallel,
-    Power,
     Probe,
     Pruning,
     RankFigures,
@@ -28,7 +27,15 @@ from accelbench.core.metrics import (
 )
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
-from accelbench.devices.power import PowerReading
+from accelbench.devices.power import (
+    JOULES_PER_SAMPLE,
+    POWER,
+    POWER_MISSING,
+    POWER_WARNING,
+    SAMPLES_PER_S_PER_WATT,
+    Power,
+    PowerReading,
+)
 from accelbench.engine.maxbatch import MaxBatch
 from accelbench.store.db import Store
 
@@ -48,7 +55,7 @@ def test_nothing_recorded_reads_as_none():
         assert metrics.get(kind) is None
     assert metrics.get(OptimizeTag) is None and metrics.get(Bottleneck) is None
     assert metrics.get(Verification) is None and metrics.get(keys.SETUP) is None
-    assert metrics.get_or_default(Flops) == Flops() and metrics.get(keys.POWER_MISSING) == ""
+    assert metrics.get_or_default(Flops) == Flops() and metrics.get(POWER_MISSING) == ""
     assert not metrics.get(keys.TENSORS_ONLY)
 
 
@@ -67,12 +74,12 @@ def test_drift_reads_what_compare_outputs_writes():
 def test_power_reads_the_reading_and_the_figures_beside_it():
     reading = PowerReading(average_watts=200.0, joules=80.0, seconds=0.4, samples=2, source="x")
     stored = {
-        keys.POWER: reading.to_dict(),
-        keys.JOULES_PER_SAMPLE: 0.5,
-        keys.SAMPLES_PER_S_PER_WATT: 2.0,
-        keys.POWER_WARNING: "rough",
+        POWER: reading.to_dict(),
+        JOULES_PER_SAMPLE: 0.5,
+        SAMPLES_PER_S_PER_WATT: 2.0,
+        POWER_WARNING: "rough",
     }
-    assert Facts(stored).get(keys.Power) == Power(200.0, 80.0, 0.4, "x", 0.5, 2.0, "rough")
+    assert Facts(stored).get(Power) == Power(200.0, 80.0, 0.4, "x", 0.5, 2.0, "rough")
 
 
 def test_max_batch_reads_what_the_search_writes():

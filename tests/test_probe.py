@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from accelbench.core import metrics as keys
 from accelbench.core.facts import Facts
-from accelbench.core.metrics import MachineState
 from accelbench.core.result import RunSpec
+from accelbench.devices.state import PROBE_MACHINE_STATE, MachineState
 from accelbench.engine import probe as probing
 from accelbench.engine.measure import StopRule
 from accelbench.engine.rounds import Round
@@ -95,7 +94,7 @@ def test_the_probe_records_its_step_and_ratio_for_the_verdict(monkeypatch):
     assert found["growth"][0] == pytest.approx(1.2, rel=0.1)
     assert found["growth_ci_low"] <= found["growth"][0] <= found["growth_ci_high"]
     # what else ran while the two sides alternated is the verdict's to weigh (issue 27)
-    state = Facts(metrics).get(keys.MachineState, keys.PROBE_MACHINE_STATE)
+    state = Facts(metrics).get(MachineState, PROBE_MACHINE_STATE)
     assert state is not None and state.other_cpu_cores == 0.9
 
 

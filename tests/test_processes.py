@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from accelbench.analysis.trust import machine_caveats
-from accelbench.core.metrics import MachineState
 from accelbench.devices.processes import ProcessTimes, busiest
-from accelbench.devices.state import StateMeter
+from accelbench.devices.state import MachineState, StateMeter
 
 
 def machine_state_notes(state):

@@ -9,9 +9,11 @@ import pytest
 
 from accelbench.core import metrics as keys
 from accelbench.core.levels import RoundPolicy
-from accelbench.core.metrics import MachineState, Overhead, Probe, Rounds
+from accelbench.core.metrics import Overhead, Probe, Rounds
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
+from accelbench.devices.power import POWER, Power
+from accelbench.devices.state import MachineState
 from accelbench.engine.measure import StopRule
 from accelbench.engine.rounds import first_rounds, merge, more_rounds, round_stop
 
@@ -92,7 +94,7 @@ def test_merging_keeps_every_process_apart_and_combines_what_each_recorded():
         **Probe(2, 0.004, 5, steps=(0.004,)).to_metrics(),
         **MachineState(seconds=1.0, cores=2, other_cpu_cores=0.05).to_metrics(),
         **Overhead.add({}, warmup_s=0.5, timed_s=0.03, probe_s=1.0),
-        **{keys.POWER: {"average_watts": 100.0, "joules": 3.0, "seconds": 0.03, "source": "x"}},
+        **{POWER: {"average_watts": 100.0, "joules": 3.0, "seconds": 0.03, "source": "x"}},
         **{keys.DRIFT: {"max_rel_error": 0.0}},
     )
     second = _process(
@@ -100,7 +102,7 @@ def test_merging_keeps_every_process_apart_and_combines_what_each_recorded():
         **Probe(2, 0.005, 5, steps=(0.005,)).to_metrics(),
         **MachineState(seconds=2.0, cores=2, other_cpu_cores=0.8).to_metrics(),
         **Overhead.add({}, warmup_s=0.25, timed_s=0.027, probe_s=0.5),
-        **{keys.POWER: {"average_watts": 200.0, "joules": 5.4, "seconds": 0.027, "source": "x"}},
+        **{POWER: {"average_watts": 200.0, "joules": 5.4, "seconds": 0.027, "source": "x"}},
     )
     merged = _merged(first, second)
     m, facts = merged.measurement, merged.facts
@@ -108,11 +110,11 @@ def test_merging_keeps_every_process_apart_and_combines_what_each_recorded():
     assert m.rate.median == pytest.approx(math.sqrt(100.0 * 110.0))
     assert facts.get(keys.Probe).steps == (0.004, 0.005)
     assert facts.get(keys.Probe).step_time_s == pytest.approx(math.sqrt(0.004 * 0.005))
-    state = facts.get(keys.MachineState)
+    state = facts.get(MachineState)
     assert state.other_cpu_cores == 0.8 and state.seconds == 3.0
     assert facts.get(keys.Overhead).warmup_s == 0.75 and facts.get(keys.Overhead).probe_s == 1.5
-    assert facts.get(keys.Power).joules == pytest.approx(8.4)
-    assert facts.get(keys.Power).average_watts == pytest.approx(8.4 / 0.057)
+    assert facts.get(Power).joules == pytest.approx(8.4)
+    assert facts.get(Power).average_watts == pytest.approx(8.4 / 0.057)
     assert facts.get(keys.Drift) is not None  # the first process's once-only figures stay
     assert merged.uid == first.uid
 

@@ -14,10 +14,11 @@ from accelbench.analysis.metrics import Analyzer
 from accelbench.analysis.trust import Trust, assess, trust_of, with_trust
 from accelbench.cli.output import result_json
 from accelbench.core import metrics as keys
-from accelbench.core.metrics import MachineState, Probe, Rounds
+from accelbench.core.metrics import Probe, Rounds
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.devices import resolve_devices
+from accelbench.devices.state import MACHINE_STATE, PROBE_MACHINE_STATE, MachineState
 from accelbench.render.console import run_tables
 from accelbench.render.html import html_report
 from accelbench.render.markdown import markdown_report
@@ -86,7 +87,7 @@ def test_stored_caveats_are_read_back_and_older_results_get_theirs_made():
     busy = with_trust(_result(**BUSY.to_metrics()))
     stored = Trust.from_metrics(busy.metrics)
     assert stored == assess(busy) and trust_of(busy) == stored
-    assert keys.MACHINE_STATE in busy.metrics
+    assert MACHINE_STATE in busy.metrics
     older = _result(**BUSY.to_metrics())  # no "trust" group: made when read
     assert trust_of(older) == stored
 
@@ -101,7 +102,7 @@ def test_a_decisive_caveat_makes_the_verdict_undetermined():
     assert busy.kind == "undetermined" and "other processes used 0.9 cores" in busy.explanation
     # issue 27 item 7: busy only while the two batches alternated (batch 8 took 520 ms, 32
     # took 482 ms with one other process on a 2-core machine: "launch-bound", wrongly)
-    during = BUSY.to_metrics(keys.PROBE_MACHINE_STATE)
+    during = BUSY.to_metrics(PROBE_MACHINE_STATE)
     probed = Analyzer()(_result(**probe, **during), cpu).facts.get(keys.Bottleneck)
     assert probed.kind == "undetermined"
     assert "other processes used 0.9 cores during the verdict's probe" in probed.explanation
@@ -112,10 +113,10 @@ def test_each_process_s_probe_state_is_kept_at_its_worst():
     from accelbench.engine.rounds import merge
 
     light = replace(BUSY, other_cpu_cores=0.05)
-    first = _result(((0.5,) * 6,), **light.to_metrics(keys.PROBE_MACHINE_STATE))
-    second = _result(((0.5,) * 6,), **BUSY.to_metrics(keys.PROBE_MACHINE_STATE))
+    first = _result(((0.5,) * 6,), **light.to_metrics(PROBE_MACHINE_STATE))
+    second = _result(((0.5,) * 6,), **BUSY.to_metrics(PROBE_MACHINE_STATE))
     merged = merge(merge(None, first, 1), second, 2)
-    state = merged.facts.get(keys.MachineState, keys.PROBE_MACHINE_STATE)
+    state = merged.facts.get(MachineState, PROBE_MACHINE_STATE)
     assert state is not None and state.other_cpu_cores == 0.9 and state.seconds == 6.0
 
 

@@ -22,6 +22,7 @@ from ..core.stats import Measurement
 from ..core.vocab import GENERATE
 from ..devices import HOST_DEVICE, Device
 from ..devices.peaks import known_peaks
+from ..devices.state import PROBE_MACHINE_STATE, MachineState
 from ..workloads import Workload
 from ..workloads.base import channels_last_refusal
 from ..workloads.llm import LanguageModel
@@ -179,9 +180,9 @@ def _decisive_machine(result: Result) -> str:
     """What of the machine, over the timed samples or the probe, no verdict can stand with."""
     facts = result.facts
     found = [
-        *machine_caveats(facts.get(keys.MachineState)),
+        *machine_caveats(facts.get(MachineState)),
         *machine_caveats(
-            facts.get(keys.MachineState, keys.PROBE_MACHINE_STATE), "the verdict's probe"
+            facts.get(MachineState, PROBE_MACHINE_STATE), "the verdict's probe"
         ),
     ]
     return "; ".join(dict.fromkeys(c.text for c in found if c.decisive))

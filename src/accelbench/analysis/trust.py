@@ -20,9 +20,10 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ..core import metrics as keys
-from ..core.metrics import LEFT_RUNNING, OPTIMIZE_POLICY, MachineState, Rounds
+from ..core.metrics import LEFT_RUNNING, OPTIMIZE_POLICY, Rounds
 from ..core.result import Result
 from ..core.stats import NOISY_CI_FRACTION
+from ..devices.state import MachineState
 
 __all__ = ["Caveat", "Trust", "assess", "machine_caveats", "trust_of", "with_trust"]
 
@@ -94,7 +95,7 @@ def assess(result: Result, earlier: Sequence[Result] = ()) -> Trust:
     caveats = [
         *_process_caveats(result),
         *_noise_caveats(result),
-        *(machine_caveats(result.facts.get(keys.MachineState))),
+        *(machine_caveats(result.facts.get(MachineState))),
         *_history_caveats(result, earlier),
         *_left_running(result),
         *_platform_caveats(result),

@@ -60,8 +60,6 @@ __all__ = [
     "EXPLAIN_ERROR",
     "FLOPS_PER_SAMPLE",
     "GENERATION",
-    "JOULES_PER_SAMPLE",
-    "MACHINE_STATE",
     "LATENCY",
     "LEFT_RUNNING",
     "LATENCY_ERROR",
@@ -81,21 +79,16 @@ __all__ = [
     "Explanation",
     "PairedInterval",
     "P99_MIN_SAMPLES",
-    "PROBE_MACHINE_STATE",
     "PARAMETERS",
     "percentiles",
     "PEAK_FLOPS",
     "PEAK_SOURCE",
     "PREFILL_FLOPS_PER_SEQUENCE",
-    "POWER",
-    "POWER_UNAVAILABLE",
-    "POWER_WARNING",
     "PROBE",
     "PROBE_ERROR",
     "PRUNING",
     "RANKS",
     "ROUNDS",
-    "SAMPLES_PER_S_PER_WATT",
     "SCALING_EFFICIENCY",
     "SCALING_UNAVAILABLE",
     "SETUP_S",
@@ -110,13 +103,11 @@ __all__ = [
     "Flops",
     "Generation",
     "Latency",
-    "MachineState",
     "MaxBatchSearch",
     "OnnxRuntimeFacts",
     "OptimizeTag",
     "Overhead",
     "Parallel",
-    "Power",
     "Probe",
     "Pruning",
     "RankFigures",
@@ -130,11 +121,6 @@ PROBE_ERROR = "probe_error"
 LATENCY = "latency"
 LATENCY_ERROR = "latency_error"
 DRIFT = "drift"
-POWER = "power"
-JOULES_PER_SAMPLE = "joules_per_sample"
-SAMPLES_PER_S_PER_WATT = "samples_per_s_per_watt"
-POWER_WARNING = "power_warning"
-POWER_UNAVAILABLE = "power_unavailable"
 FLOPS_PER_SAMPLE = "flops_per_sample"
 ACHIEVED_FLOPS = "achieved_flops"
 PEAK_FLOPS = "peak_flops"
@@ -159,10 +145,6 @@ VERIFY = "verify"
 OVERHEAD = "overhead"
 EXPLAIN = "explain"
 EXPLAIN_ERROR = "explain_error"
-MACHINE_STATE = "machine_state"
-# The same, over the verdict's probe (engine/probe): what else ran while the two batches were
-# timed in alternation decides whether their ratio can carry a verdict.
-PROBE_MACHINE_STATE = "probe_machine_state"
 # The Mac paths (issue 14): MPS's CPU fallback, and Core ML.
 CPU_FALLBACK_OPS = "cpu_fallback_ops"
 COREML = "coreml"
@@ -326,55 +308,6 @@ class Drift(Fact):
         """Whether a generation's logits were compared with their spread (a record since
         issue 27): then the tolerance holds those figures, not the first token's."""
         return self.token_ids and (self.spread_error is not None or bool(self.undetermined))
-
-
-@fact(POWER)
-@dataclass(frozen=True)
-class Power(Fact):
-    """Energy over the timed samples (`power` and the figures beside it)."""
-
-    average_watts: float
-    joules: float  # over the meter's whole interval
-    seconds: float  # the meter's interval
-    source: str  # which counter read it, e.g. NVML or RAPL
-    # charged by timed seconds, not the meter's interval
-    joules_per_sample: float = stored(JOULES_PER_SAMPLE, beside=True)
-    samples_per_s_per_watt: float = stored(SAMPLES_PER_S_PER_WATT, beside=True)
-    warning: str = stored(POWER_WARNING, beside=True, default="")  # why the figure is rough
-
-
-@fact(MACHINE_STATE, also=(PROBE_MACHINE_STATE,))
-@dataclass(frozen=True)
-class MachineState(Fact):
-    """What else the machine was doing while the timed samples ran (`machine_state`).
-
-    CPU figures are cores on average over `seconds` (1.0: one core busy the whole time); the GPU
-    figures are the least and most seen in NVML readings at both ends and every 0.2 s between.
-    None, or an empty tuple, where not read; the `*_unavailable` texts say why.
-    """
-
-    seconds: float  # the interval the host was read over
-    cores: int | None = None  # the host's logical CPUs
-    other_cpu_cores: float | None = None  # CPU time of processes other than ours (and children)
-    steal_cores: float | None = None  # time the hypervisor ran other guests on our CPUs
-    # how far the two CPU figures can be off from the counters' ticks alone (10 ms each)
-    cpu_resolution_cores: float | None = None
-    load_average_1m: float | None = None  # at the end
-    host_unavailable: str = ""  # what of the host could not be read, and why
-    gpu_readings: int = 0  # NVML readings taken
-    sm_clock_min_mhz: int | None = None
-    sm_clock_max_mhz: int | None = None
-    memory_clock_min_mhz: int | None = None
-    memory_clock_max_mhz: int | None = None
-    temperature_max_c: int | None = None
-    throttle_reasons: tuple[str, ...] = ()  # every reason seen, idle and app-clock bits left out
-    other_gpu_processes: int = 0  # the most processes other than ours seen on the GPU at once
-    other_gpu_pids: tuple[int, ...] = ()  # their ids, where NVML's ids are this PID namespace's
-    gpu_unavailable: str = ""  # what of the GPU could not be read, and why
-    # the busiest other processes on the CPU, e.g. "pid 812 python3: 0.98 cores", marked
-    # "ours" (a live child, which getrusage does not count until it ends) or "our ancestor"
-    # with the command where it runs our interpreter (devices/processes)
-    other_cpu_busiest: tuple[str, ...] = ()
 
 
 @fact(FLOPS_PER_SAMPLE, flat=True)
@@ -674,7 +607,6 @@ class Generation(Fact):
 SETUP = scalar(SETUP_S, float | None, None)
 PROBE_FAILURE = scalar(PROBE_ERROR, str, "")
 LATENCY_FAILURE = scalar(LATENCY_ERROR, str, "")
-POWER_MISSING = scalar(POWER_UNAVAILABLE, str, "")
 TENSORS_ONLY = scalar(MEMORY_TENSORS_ONLY, bool, False)
 EXPLAIN_FAILURE = scalar(EXPLAIN_ERROR, str, "")
 FALLBACK_OPS = scalar(CPU_FALLBACK_OPS, tuple[str, ...], ())
@@ -685,9 +617,6 @@ CHANNELS_LAST = scalar(CHANNELS_LAST_APPLIES, bool | None, None)
 PREFILL_FLOPS = scalar(PREFILL_FLOPS_PER_SEQUENCE, float | None, None)
 DECODE_FLOPS = scalar(DECODE_FLOPS_PER_SEQUENCE, float | None, None)
 LEFT = scalar(LEFT_RUNNING, tuple[str, ...], ())
-for _key in (JOULES_PER_SAMPLE, SAMPLES_PER_S_PER_WATT):
-    scalar(_key, float | None, None)  # beside `power`, checked where it is absent too
-scalar(POWER_WARNING, str, "")
 
 
 def check_metrics(metrics: Mapping[str, Any]) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Protocol
 
+from ..core.facts import Fact, fact, scalar, stored
 from ..errors import AccelbenchError, MissingDependency, require
 
 __all__ = [
@@ -516,3 +517,32 @@ def _plist_energy(document: bytes) -> tuple[float, float] | None:
     if "cpu_energy" not in processor and "gpu_energy" not in processor:
         return None
     return millijoules / 1000, seconds
+
+
+# --- the fact a result keeps of its energy (core/facts), with the figures beside it ---
+POWER = "power"
+JOULES_PER_SAMPLE = "joules_per_sample"
+SAMPLES_PER_S_PER_WATT = "samples_per_s_per_watt"
+POWER_WARNING = "power_warning"
+POWER_UNAVAILABLE = "power_unavailable"
+
+
+@fact(POWER)
+@dataclass(frozen=True)
+class Power(Fact):
+    """Energy over the timed samples (`power` and the figures beside it)."""
+
+    average_watts: float
+    joules: float  # over the meter's whole interval
+    seconds: float  # the meter's interval
+    source: str  # which counter read it, e.g. NVML or RAPL
+    # charged by timed seconds, not the meter's interval
+    joules_per_sample: float = stored(JOULES_PER_SAMPLE, beside=True)
+    samples_per_s_per_watt: float = stored(SAMPLES_PER_S_PER_WATT, beside=True)
+    warning: str = stored(POWER_WARNING, beside=True, default="")  # why the figure is rough
+
+
+POWER_MISSING = scalar(POWER_UNAVAILABLE, str, "")
+for _key in (JOULES_PER_SAMPLE, SAMPLES_PER_S_PER_WATT):
+    scalar(_key, float | None, None)  # beside `power`, checked where it is absent too
+scalar(POWER_WARNING, str, "")

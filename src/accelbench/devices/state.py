@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from ..core.metrics import MachineState
+from ..core.facts import Fact, fact
 from .power import PowerUnavailable, close_nvml, open_nvml
 from .processes import MIN_CORES, ProcessTimes, busiest, clock_ticks_per_s
 
@@ -349,3 +349,44 @@ class StateMeter:
     def to_metrics(self) -> dict[str, Any]:
         """The `machine_state` record, or nothing when the region never ended."""
         return {} if self.state is None else self.state.to_metrics()
+
+
+# --- the fact a result keeps of the machine while it was timed (core/facts) ---
+MACHINE_STATE = "machine_state"
+# The same, over the verdict's probe (engine/probe): what else ran while the two batches were
+# timed in alternation decides whether their ratio can carry a verdict.
+PROBE_MACHINE_STATE = "probe_machine_state"
+
+
+@fact(MACHINE_STATE, also=(PROBE_MACHINE_STATE,))
+@dataclass(frozen=True)
+class MachineState(Fact):
+    """What else the machine was doing while the timed samples ran (`machine_state`).
+
+    CPU figures are cores on average over `seconds` (1.0: one core busy the whole time); the GPU
+    figures are the least and most seen in NVML readings at both ends and every 0.2 s between.
+    None, or an empty tuple, where not read; the `*_unavailable` texts say why.
+    """
+
+    seconds: float  # the interval the host was read over
+    cores: int | None = None  # the host's logical CPUs
+    other_cpu_cores: float | None = None  # CPU time of processes other than ours (and children)
+    steal_cores: float | None = None  # time the hypervisor ran other guests on our CPUs
+    # how far the two CPU figures can be off from the counters' ticks alone (10 ms each)
+    cpu_resolution_cores: float | None = None
+    load_average_1m: float | None = None  # at the end
+    host_unavailable: str = ""  # what of the host could not be read, and why
+    gpu_readings: int = 0  # NVML readings taken
+    sm_clock_min_mhz: int | None = None
+    sm_clock_max_mhz: int | None = None
+    memory_clock_min_mhz: int | None = None
+    memory_clock_max_mhz: int | None = None
+    temperature_max_c: int | None = None
+    throttle_reasons: tuple[str, ...] = ()  # every reason seen, idle and app-clock bits left out
+    other_gpu_processes: int = 0  # the most processes other than ours seen on the GPU at once
+    other_gpu_pids: tuple[int, ...] = ()  # their ids, where NVML's ids are this PID namespace's
+    gpu_unavailable: str = ""  # what of the GPU could not be read, and why
+    # the busiest other processes on the CPU, e.g. "pid 812 python3: 0.98 cores", marked
+    # "ours" (a live child, which getrusage does not count until it ends) or "our ancestor"
+    # with the command where it runs our interpreter (devices/processes)
+    other_cpu_busiest: tuple[str, ...] = ()

@@ -22,6 +22,7 @@ from ..core import metrics as keys
 from ..core.metrics import Probe
 from ..core.stats import median_ci
 from ..devices import Device
+from ..devices.state import PROBE_MACHINE_STATE
 from ..errors import one_line
 from ..levers import warmup_needed
 from ..workloads import Workload
@@ -57,7 +58,7 @@ def paired_probe(
             pairs = _pairs(main, probe, main_step_s, rule)
     except Exception as exc:  # the main result stands; say why there is no verdict input
         return {keys.PROBE_ERROR: one_line(exc)}
-    state = meter.state.to_metrics(keys.PROBE_MACHINE_STATE) if meter.state else {}
+    state = meter.state.to_metrics(PROBE_MACHINE_STATE) if meter.state else {}
     ratios = [m / p for m, p in pairs]
     step = statistics.median(p for _, p in pairs)
     interval = median_ci(ratios) or (None, None)

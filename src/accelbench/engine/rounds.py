@@ -27,9 +27,11 @@ from typing import Any
 
 from ..core import metrics as keys
 from ..core.levels import RoundPolicy
-from ..core.metrics import OWN_STEPS, Generation, Latency, MachineState, Overhead, Probe, Rounds
+from ..core.metrics import OWN_STEPS, Generation, Latency, Overhead, Probe, Rounds
 from ..core.result import Result
 from ..core.stats import Measurement, summarize
+from ..devices.power import JOULES_PER_SAMPLE, POWER, SAMPLES_PER_S_PER_WATT
+from ..devices.state import MACHINE_STATE, PROBE_MACHINE_STATE, MachineState
 from .measure import StopRule
 
 __all__ = [
@@ -171,7 +173,7 @@ def _combined(
     before: dict[str, Any], latest: dict[str, Any], measured: Measurement, first: Result
 ) -> dict[str, Any]:
     out = _overhead(before, latest)
-    for key in (keys.MACHINE_STATE, keys.PROBE_MACHINE_STATE):
+    for key in (MACHINE_STATE, PROBE_MACHINE_STATE):
         a, b = MachineState.from_metrics(before, key), MachineState.from_metrics(latest, key)
         state = _states(a, b)
         if state is not None:
@@ -255,7 +257,7 @@ def _power(
     before: dict[str, Any], latest: dict[str, Any], measured: Measurement, first: Result
 ) -> dict[str, Any]:
     """Energy over every process's samples: joules and seconds add up."""
-    a, b = before.get(keys.POWER), latest.get(keys.POWER)
+    a, b = before.get(POWER), latest.get(POWER)
     if not isinstance(a, dict) or not isinstance(b, dict):
         return {}
     joules, seconds = a["joules"] + b["joules"], a["seconds"] + b["seconds"]
@@ -263,9 +265,9 @@ def _power(
     samples = len(measured.samples) * measured.repeat * first.samples_per_block
     timed = sum(measured.samples)
     return {
-        keys.POWER: {**a, "joules": joules, "seconds": seconds, "average_watts": watts},
-        keys.JOULES_PER_SAMPLE: watts * timed / samples,
-        keys.SAMPLES_PER_S_PER_WATT: samples / timed / watts,
+        POWER: {**a, "joules": joules, "seconds": seconds, "average_watts": watts},
+        JOULES_PER_SAMPLE: watts * timed / samples,
+        SAMPLES_PER_S_PER_WATT: samples / timed / watts,
     }
 
 

@@ -21,7 +21,14 @@ from ..core.vocab import BACKENDS, GENERATE, MODES, PRECISIONS
 from ..devices import Device, MemoryReading, is_out_of_memory
 from ..devices.base import PeakSampler
 from ..devices.fingerprint import fingerprint
-from ..devices.power import PowerMeter
+from ..devices.power import (
+    JOULES_PER_SAMPLE,
+    POWER,
+    POWER_UNAVAILABLE,
+    POWER_WARNING,
+    SAMPLES_PER_S_PER_WATT,
+    PowerMeter,
+)
 from ..errors import UsageError, one_line
 from ..levers import Prepared, find_lever, refused_by_model, spec_with, warmup_needed
 from ..workloads import Workload
@@ -287,10 +294,10 @@ def _sampled(memory: MemoryReading, sampler: PeakSampler | None) -> MemoryReadin
 def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[str, Any]:
     reading = meter.reading
     if reading is None:
-        return {keys.POWER_UNAVAILABLE: meter.unavailable_reason}
+        return {POWER_UNAVAILABLE: meter.unavailable_reason}
     if reading.joules <= 0 or reading.average_watts <= 0:  # the counter did not advance
         return {
-            keys.POWER_UNAVAILABLE: f"power not measurable here: {reading.source} read no "
+            POWER_UNAVAILABLE: f"power not measurable here: {reading.source} read no "
             f"energy over {reading.seconds:.2f} s (its counter steps coarsely); time longer"
         }
     timed = sum(measurement.samples)
@@ -298,12 +305,12 @@ def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[s
     samples *= spec.steps_per_block
     # The meter's interval also holds the gaps between samples: charge the work by timed seconds.
     out: dict[str, Any] = {
-        keys.POWER: reading.to_dict(),
-        keys.JOULES_PER_SAMPLE: reading.average_watts * timed / samples,
-        keys.SAMPLES_PER_S_PER_WATT: samples / timed / reading.average_watts,
+        POWER: reading.to_dict(),
+        JOULES_PER_SAMPLE: reading.average_watts * timed / samples,
+        SAMPLES_PER_S_PER_WATT: samples / timed / reading.average_watts,
     }
     if reading.seconds < MIN_POWER_SECONDS:
-        out[keys.POWER_WARNING] = (
+        out[POWER_WARNING] = (
             f"power read over only {reading.seconds:.1f} s: counters advance coarsely "
             f"(NVML's about every 100 ms), so this figure is rough; time longer with --max-time"
         )

@@ -32,6 +32,7 @@ from ..analysis.trust import trust_of
 from ..core import metrics as keys
 from ..core.metrics import percentiles
 from ..core.result import Result, machine_of
+from ..devices.power import Power
 from ..levers import spec_json
 
 __all__ = ["CSV_FIGURES", "results_csv"]
@@ -173,7 +174,7 @@ def _generation(r: Result) -> dict[str, Any]:
 
 
 def _energy(r: Result) -> dict[str, Any]:
-    power = r.facts.get(keys.Power)
+    power = r.facts.get(Power)
     if power is None:
         return {}
     return {

@@ -10,6 +10,7 @@ from ...core import metrics as keys
 from ...core.result import Result
 from ...core.vocab import GENERATE
 from ...devices.kinds import BASELINE_DEVICE, is_baseline
+from ...devices.power import POWER_MISSING
 from ...levers import label
 from ..rows import latency_percentiles
 from ..text import format_bytes, format_seconds, interval, number
@@ -85,7 +86,7 @@ def _device_notes(r: Result) -> list[str]:
     """What holds for every result of the device: what its memory figure means, its power."""
     notes = [
         f"peak memory is the {r.peak_memory_meaning}",
-        r.facts.get(keys.POWER_MISSING),
+        r.facts.get(POWER_MISSING),
     ]
     return [note for note in notes if note]
 

@@ -14,10 +14,10 @@ from ...core.metrics import (
     MaxBatchSearch,
     OnnxRuntimeFacts,
     Parallel,
-    Power,
     percentiles,
 )
 from ...core.result import Result
+from ...devices.power import Power
 from ..text import format_bytes, format_seconds, number
 
 __all__ = [
@@ -39,7 +39,7 @@ def derived_notes(r: Result) -> list[str]:
         notes.append(f"your model's forward: {metrics.get(keys.OUTPUT_USED)}")
     if generation := metrics.get(keys.Generation):
         notes += generation_notes(generation)
-    if power := metrics.get(keys.Power):
+    if power := metrics.get(Power):
         notes += _power_notes(power)
     if flops.peak is not None:
         notes.append(f"MFU against {number(flops.peak / 1e12)} TFLOP/s ({flops.peak_source})")
