@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from accelbench.core import metrics as keys
+from accelbench.analysis.facts import Rounds
 from accelbench.core.result import RunSpec
 from accelbench.store.db import Store
 
@@ -39,7 +39,7 @@ def test_two_resumers_at_once_store_each_configuration_once(tmp_path):
     with Store(db, create=False) as store:
         results = store.results()
     assert len(results) == 4 and len({r.spec for r in results}) == 4  # none twice
-    assert all(r.measurement.processes == 2 and r.facts.get(keys.Rounds).complete for r in results)
+    assert all(r.measurement.processes == 2 and r.facts.get(Rounds).complete for r in results)
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT count(*) FROM claims").fetchone() == (0,)  # all released
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from accelbench.core import metrics as keys
+from accelbench.analysis.facts import Rounds
 from accelbench.store.db import Store
 from accelbench.workflows import benchmark as workflow
 from accelbench.workflows.benchmark import BenchmarkRequest, plan, run_plan
@@ -48,8 +48,8 @@ def test_a_command_run_again_numbers_its_passes_on(tmp_path):
     with Store(db, create=False) as store:
         newer, older = store.results()
     assert newer.sweep == older.sweep  # the same options: the same sweep
-    assert older.facts.get(keys.Rounds).passes == (1, 2)
-    assert newer.facts.get(keys.Rounds).passes == (3, 4)
+    assert older.facts.get(Rounds).passes == (1, 2)
+    assert newer.facts.get(Rounds).passes == (3, 4)
     gate = run_cli("compare", "--baseline", str(older.id), "--candidate", str(newer.id),
                    "--json", "--db", str(db))  # fmt: skip
     (change,) = json.loads(gate.stdout)
@@ -80,14 +80,14 @@ def test_resume_goes_on_at_the_process_each_configuration_reached(tmp_path, monk
     with Store(tmp_path / "r.db") as store:
         kept = {r.spec.mode: r for r in store.results()}
     assert {mode: r.measurement.processes for mode, r in kept.items()} == {"train": 1, "infer": 1}
-    assert not any(r.facts.get(keys.Rounds).complete for r in kept.values())
+    assert not any(r.facts.get(Rounds).complete for r in kept.values())
     monkeypatch.setattr(workflow, "_next_process", real)
     with Store(tmp_path / "r.db") as store:
         resumed = run_plan(checked, store, resume=True, quiet=True)
         final = {r.spec.mode: r for r in store.results()}
     assert len(final) == 2 and {r.uid for r in resumed} == {r.uid for r in kept.values()}
     for mode, result in final.items():
-        assert result.measurement.processes == 2 and result.facts.get(keys.Rounds).complete
-        assert result.facts.get(keys.Rounds).passes == (1, 2) and result.id == kept[mode].id
+        assert result.measurement.processes == 2 and result.facts.get(Rounds).complete
+        assert result.facts.get(Rounds).passes == (1, 2) and result.id == kept[mode].id
     with Store(tmp_path / "r.db") as store:  # complete: a third resume measures nothing
         assert run_plan(checked, store, resume=True, quiet=True) == []

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from accelbench.analysis.compare import compare, compare_runs, speedup
-from accelbench.core.metrics import Rounds
+from accelbench.analysis.facts import Rounds
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.errors import UsageError

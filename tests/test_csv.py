@@ -7,6 +7,8 @@ import io
 
 import pytest
 
+from accelbench.analysis.facts import ACHIEVED_FLOPS, FLOPS_PER_SAMPLE, GENERATION, MFU
+from accelbench.analysis.verdict import VERDICT
 from accelbench.core import metrics as keys
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
@@ -23,9 +25,9 @@ def _inference() -> Result:
     samples = tuple(0.1 * (1 + 0.01 * i) for i in range(10))
     metrics = {
         keys.PARAMETERS: 62_006,
-        keys.FLOPS_PER_SAMPLE: 1.3e6,
-        keys.ACHIEVED_FLOPS: 2.6e9,
-        keys.MFU: 0.0125,
+        FLOPS_PER_SAMPLE: 1.3e6,
+        ACHIEVED_FLOPS: 2.6e9,
+        MFU: 0.0125,
         keys.LATENCY: {
             "batch_size": 1, "samples": 3, "p50_s": 0.002, "p90_s": 0.003, "p99_s": None,
             "steps_s": [0.002, 0.002, 0.003],
@@ -33,7 +35,7 @@ def _inference() -> Result:
         POWER: {"average_watts": 40.0, "joules": 4.0, "seconds": 0.1, "source": "RAPL"},
         JOULES_PER_SAMPLE: 0.25,
         SAMPLES_PER_S_PER_WATT: 4.0,
-        keys.VERDICT: {"kind": "launch-bound", "explanation": "4x the batch took 1.07x"},
+        VERDICT: {"kind": "launch-bound", "explanation": "4x the batch took 1.07x"},
     }  # fmt: skip
     return Result(
         spec=RunSpec("seed-cnn", "cpu", 64, 20, mode="infer"),
@@ -80,7 +82,7 @@ def test_a_generation_has_its_ttft_and_tpot():
     }  # fmt: skip
     spec = RunSpec("gpt2-tiny", "cpu", 2, 1, mode="generate", prompt_length=64, new_tokens=5)
     row = _row(Result(spec=spec, status="ok", measurement=r.measurement, metrics={
-        keys.GENERATION: generation}))  # fmt: skip
+        GENERATION: generation}))  # fmt: skip
     assert float(row["ttft_p50_s"]) == pytest.approx(0.011)
     assert float(row["tpot_p50_s"]) == pytest.approx(0.06 / 4)  # the first token excluded
     assert float(row["decode_tokens_per_s"]) == pytest.approx(2 / (0.06 / 4))

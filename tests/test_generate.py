@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from accelbench.analysis.bandwidth import kv_cache_bytes, mean_decode_length
+from accelbench.analysis.facts import Generation
 from accelbench.backends.generate import GenerationLog, Phases, generate_once
-from accelbench.core import metrics as keys
 from accelbench.core.facts import Facts
 from accelbench.core.metrics import check_metrics
 from accelbench.core.result import Result, RunSpec
@@ -225,7 +225,7 @@ def test_a_generate_run_stores_its_phases_and_survives_export(tmp_path):
     assert record["status"] == "ok", record["error"]
     with Store(db) as store:
         (result,) = store.results()
-    g = Facts(result.metrics).get(keys.Generation)
+    g = Facts(result.metrics).get(Generation)
     assert g is not None and g.generated_tokens == 5 and len(g.prefill_s) == 6
     assert 0 < g.prefill_median_s < result.measurement.time.median  # a part of the whole
     assert g.decode_median_s is not None and g.token_p50_s <= g.token_p90_s
@@ -242,7 +242,7 @@ def test_a_generate_run_stores_its_phases_and_survives_export(tmp_path):
     with Store(tmp_path / "other.db") as other:
         assert other.import_results([back]) == 1
         (imported,) = other.results()
-    assert imported.facts.get(keys.Generation) == g and imported.measurement == result.measurement
+    assert imported.facts.get(Generation) == g and imported.measurement == result.measurement
 
 
 def test_levers_refuse_generate_with_their_reason_and_optimize_plans_it():

@@ -12,11 +12,11 @@ import torch
 
 from accelbench.analysis.bandwidth import generation_figures, kv_cache_bytes
 from accelbench.analysis.drift import compare_generations
+from accelbench.analysis.facts import Drift, Generation
 from accelbench.analysis.verdict import decode_bound, decode_verdict
 from accelbench.backends import unsupported
 from accelbench.backends.generate import GenerationLog, generate_once, generation_drift
 from accelbench.backends.pytorch import build_torch
-from accelbench.core.metrics import Drift, Generation
 from accelbench.core.peaks import PeakFigures
 from accelbench.core.result import RunSpec
 from accelbench.core.stats import Measurement

@@ -16,7 +16,7 @@ from accelbench.analysis.drift import (
     kept_positions,
     logit_figures,
 )
-from accelbench.core.metrics import DECISIVE_MARGIN, Drift
+from accelbench.analysis.facts import DECISIVE_MARGIN, Drift
 from accelbench.render.console import drift_note
 from accelbench.workflows.optimize import Tolerance
 

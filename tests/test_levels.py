@@ -15,8 +15,8 @@ import pytest
 from scipy import stats
 
 from accelbench.analysis.compare import speedup
+from accelbench.analysis.facts import Rounds
 from accelbench.core.levels import RoundPolicy, Spread, log_interval, t_quantile
-from accelbench.core.metrics import Rounds
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.errors import UsageError

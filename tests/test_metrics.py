@@ -10,18 +10,28 @@ import torch
 
 import accelbench
 from accelbench.analysis.drift import compare_outputs
+from accelbench.analysis.facts import (
+    ACHIEVED_FLOPS,
+    DRIFT,
+    MEMORY_TENSORS_ONLY,
+    MFU,
+    PEAK_FLOPS,
+    PEAK_SOURCE,
+    PROBE,
+    TENSORS_ONLY,
+    Drift,
+    Flops,
+    Probe,
+    Pruning,
+)
+from accelbench.analysis.verdict import VERDICT, Bottleneck
 from accelbench.core import metrics as keys
 from accelbench.core.facts import Facts
 from accelbench.core.metrics import (
-    Bottleneck,
-    Drift,
-    Flops,
     MaxBatchSearch,
     OnnxRuntimeFacts,
     OptimizeTag,
     Parallel,
-    Probe,
-    Pruning,
     RankFigures,
     Verification,
 )
@@ -56,13 +66,13 @@ def test_nothing_recorded_reads_as_none():
     assert metrics.get(OptimizeTag) is None and metrics.get(Bottleneck) is None
     assert metrics.get(Verification) is None and metrics.get(keys.SETUP) is None
     assert metrics.get_or_default(Flops) == Flops() and metrics.get(POWER_MISSING) == ""
-    assert not metrics.get(keys.TENSORS_ONLY)
+    assert not metrics.get(TENSORS_ONLY)
 
 
 def test_drift_reads_what_compare_outputs_writes():
     reference = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
     written = compare_outputs(reference, reference * 1.01, classifier=True)
-    drift = Facts({keys.DRIFT: written}).get(keys.Drift)
+    drift = Facts({DRIFT: written}).get(Drift)
     assert drift is not None and drift.samples == 2 and drift.top1_agreement == 1.0
     assert abs((drift.max_rel_error or 0) - 0.01) < 1e-6 and not drift.not_finite
     broken = compare_outputs(reference, reference * float("nan"), classifier=False)
@@ -91,11 +101,11 @@ def test_max_batch_reads_what_the_search_writes():
 
 def test_flops_parallel_and_the_bottleneck_verdict():
     stored = {
-        keys.ACHIEVED_FLOPS: 2e12,
-        keys.PEAK_FLOPS: 4e12,
-        keys.PEAK_SOURCE: "datasheet",
-        keys.MFU: 0.5,
-        keys.VERDICT: {"kind": "compute-bound", "explanation": "because"},
+        ACHIEVED_FLOPS: 2e12,
+        PEAK_FLOPS: 4e12,
+        PEAK_SOURCE: "datasheet",
+        MFU: 0.5,
+        VERDICT: {"kind": "compute-bound", "explanation": "because"},
         keys.RANKS: [{"rank": 0, "device": "cpu", "it_per_s": 3.0, "samples_per_s": 24.0}],
         keys.WORLD_SIZE: 1,
         keys.SCALING_UNAVAILABLE: "missing",
@@ -119,17 +129,17 @@ def test_verification_keeps_a_loss_that_was_not_finite():
 def test_metrics_read_the_same_after_the_database(tmp_path):
     stored = {
         keys.SETUP_S: 1.5,
-        keys.PROBE: {"batch_size": 2, "step_time_s": 0.01, "blocks": 5},
+        PROBE: {"batch_size": 2, "step_time_s": 0.01, "blocks": 5},
         keys.OPTIMIZE: {"variant": "fp32 eager", "tolerance": {"max_rel_error": 0.05}},
         keys.ONNXRUNTIME: {"onnxruntime": "1.30", "providers": ["CPUExecutionProvider"]},
-        keys.MEMORY_TENSORS_ONLY: True,
+        MEMORY_TENSORS_ONLY: True,
     }
     with Store(tmp_path / "r.db") as store:
         saved = store.save(_result(stored))
         (read,) = store.results()
     assert saved.metrics == stored
     before, after = Facts(stored), Facts(read.metrics)
-    for kind in (keys.SETUP, Probe, OptimizeTag, OnnxRuntimeFacts, keys.TENSORS_ONLY):
+    for kind in (keys.SETUP, Probe, OptimizeTag, OnnxRuntimeFacts, TENSORS_ONLY):
         assert before.get(kind) == after.get(kind)
     ort = after.get(OnnxRuntimeFacts)
     assert ort is not None and ort.providers == ("CPUExecutionProvider",)
@@ -139,9 +149,9 @@ def test_metrics_read_the_same_after_the_database(tmp_path):
 
 
 def test_writers_records_read_back_as_the_values_that_wrote_them():
-    probe = keys.Probe(4, 0.02, blocks=5, ci_low=0.019, ci_high=0.021, steps=(0.02, 0.021))
+    probe = Probe(4, 0.02, blocks=5, ci_low=0.019, ci_high=0.021, steps=(0.02, 0.021))
     assert probe.to_metrics() == {
-        keys.PROBE: {
+        PROBE: {
             "batch_size": 4,
             "step_time_s": 0.02,
             "blocks": 5,
@@ -153,14 +163,14 @@ def test_writers_records_read_back_as_the_values_that_wrote_them():
             "growth_ci_high": None,
         }
     }
-    assert keys.Probe.from_metrics(probe.to_metrics()) == probe
-    old = {keys.PROBE: {"batch_size": 4, "step_time_s": 0.02, "blocks": 5}}  # before the CI
-    assert keys.Probe.from_metrics(old) == keys.Probe(4, 0.02, 5)
-    assert Facts(probe.to_metrics()).get(keys.Probe) == probe
+    assert Probe.from_metrics(probe.to_metrics()) == probe
+    old = {PROBE: {"batch_size": 4, "step_time_s": 0.02, "blocks": 5}}  # before the CI
+    assert Probe.from_metrics(old) == Probe(4, 0.02, 5)
+    assert Facts(probe.to_metrics()).get(Probe) == probe
     tag = keys.OptimizeTag("bf16", {"max_rel_error": 0.05, "min_top1": 0.95})
     assert Facts(tag.to_metrics()).get(keys.OptimizeTag) == tag
     # a probe recorded without its block count still gives the verdict its batch and time
-    assert Facts({keys.PROBE: {"batch_size": 2, "step_time_s": 0.1}}).get(keys.Probe) == keys.Probe(
+    assert Facts({PROBE: {"batch_size": 2, "step_time_s": 0.1}}).get(Probe) == Probe(
         2, 0.1
     )
 
@@ -213,4 +223,4 @@ def test_no_module_spells_a_metrics_key_outside_core_metrics():
 def test_the_check_sees_a_key_spelled_out():
     code = 'a = r.metrics["drift"]\nb = r.metrics.get("probe")\nc = Result(metrics={"verify": 1})'
     assert _metrics_keys_spelled_out(ast.parse(code)) == [1, 2, 3]
-    assert _metrics_keys_spelled_out(ast.parse("a = r.metrics[keys.DRIFT]")) == []
+    assert _metrics_keys_spelled_out(ast.parse("a = r.metrics[DRIFT]")) == []

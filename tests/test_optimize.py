@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from accelbench.core.metrics import Drift, Rounds
+from accelbench.analysis.facts import Drift, Rounds
 from accelbench.core.result import Result
 from accelbench.core.stats import Measurement
 from accelbench.devices import resolve_devices

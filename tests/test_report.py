@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from accelbench.core.metrics import DRIFT, VERDICT
+from accelbench.analysis.facts import DRIFT
+from accelbench.analysis.verdict import VERDICT
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.levers import spec_with

@@ -7,9 +7,10 @@ import math
 
 import pytest
 
+from accelbench.analysis.facts import DRIFT, Drift, Probe, Rounds
 from accelbench.core import metrics as keys
 from accelbench.core.levels import RoundPolicy
-from accelbench.core.metrics import Overhead, Probe, Rounds
+from accelbench.core.metrics import Overhead
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.devices.power import POWER, Power
@@ -95,7 +96,7 @@ def test_merging_keeps_every_process_apart_and_combines_what_each_recorded():
         **MachineState(seconds=1.0, cores=2, other_cpu_cores=0.05).to_metrics(),
         **Overhead.add({}, warmup_s=0.5, timed_s=0.03, probe_s=1.0),
         **{POWER: {"average_watts": 100.0, "joules": 3.0, "seconds": 0.03, "source": "x"}},
-        **{keys.DRIFT: {"max_rel_error": 0.0}},
+        **{DRIFT: {"max_rel_error": 0.0}},
     )
     second = _process(
         [110.0] * 3,
@@ -106,21 +107,21 @@ def test_merging_keeps_every_process_apart_and_combines_what_each_recorded():
     )
     merged = _merged(first, second)
     m, facts = merged.measurement, merged.facts
-    assert m.rounds == ((3, 1), (3, 1)) and facts.get(keys.Rounds).passes == (1, 2)
+    assert m.rounds == ((3, 1), (3, 1)) and facts.get(Rounds).passes == (1, 2)
     assert m.rate.median == pytest.approx(math.sqrt(100.0 * 110.0))
-    assert facts.get(keys.Probe).steps == (0.004, 0.005)
-    assert facts.get(keys.Probe).step_time_s == pytest.approx(math.sqrt(0.004 * 0.005))
+    assert facts.get(Probe).steps == (0.004, 0.005)
+    assert facts.get(Probe).step_time_s == pytest.approx(math.sqrt(0.004 * 0.005))
     state = facts.get(MachineState)
     assert state.other_cpu_cores == 0.8 and state.seconds == 3.0
     assert facts.get(keys.Overhead).warmup_s == 0.75 and facts.get(keys.Overhead).probe_s == 1.5
     assert facts.get(Power).joules == pytest.approx(8.4)
     assert facts.get(Power).average_watts == pytest.approx(8.4 / 0.057)
-    assert facts.get(keys.Drift) is not None  # the first process's once-only figures stay
+    assert facts.get(Drift) is not None  # the first process's once-only figures stay
     assert merged.uid == first.uid
 
 
 def test_the_first_process_is_marked_as_one_process_of_its_configuration():
     result = merge(None, _process([100.0] * 3), 7)
-    assert result.measurement.rounds == ((3, 1),) and result.facts.get(keys.Rounds) == Rounds(
+    assert result.measurement.rounds == ((3, 1),) and result.facts.get(Rounds) == Rounds(
         passes=(7,)
     )

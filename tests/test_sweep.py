@@ -3,8 +3,7 @@
 import json
 import textwrap
 
-from accelbench.core import metrics as keys
-from accelbench.core.metrics import Rounds
+from accelbench.analysis.facts import Rounds
 from accelbench.core.result import Result
 from accelbench.devices import resolve_devices
 from accelbench.engine.measure import StopRule
@@ -75,7 +74,7 @@ def test_processes_interleave_pass_by_pass_and_stop_when_each_plan_is_complete()
 
     def fake_process(progress, pass_no):
         seen.append((progress.config.spec.mode, pass_no))
-        before = progress.result.facts.get(keys.Rounds).passes if progress.result else ()
+        before = progress.result.facts.get(Rounds).passes if progress.result else ()
         passes = (*before, pass_no)
         rounds = Rounds(passes=passes, complete=len(passes) == wanted[progress.config.spec])
         return Result(spec=progress.config.spec, status="ok", metrics=rounds.to_metrics())
@@ -83,7 +82,7 @@ def test_processes_interleave_pass_by_pass_and_stop_when_each_plan_is_complete()
     todo = [Progress(a), Progress(b)]
     run_interleaved(todo, fake_process, first_pass=4)
     assert seen == [("train", 4), ("infer", 4), ("train", 5), ("infer", 5), ("train", 6)]
-    assert [p.result.facts.get(keys.Rounds).passes for p in todo] == [(4, 5, 6), (4, 5)]
+    assert [p.result.facts.get(Rounds).passes for p in todo] == [(4, 5, 6), (4, 5)]
 
 
 def test_a_worker_runs_in_its_own_process_and_reports_blocks():

@@ -10,11 +10,12 @@ from dataclasses import replace
 
 import pytest
 
+from accelbench.analysis.facts import Probe, Rounds
 from accelbench.analysis.metrics import Analyzer
 from accelbench.analysis.trust import Trust, assess, trust_of, with_trust
+from accelbench.analysis.verdict import Bottleneck
 from accelbench.cli.output import result_json
 from accelbench.core import metrics as keys
-from accelbench.core.metrics import Probe, Rounds
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.devices import resolve_devices
@@ -96,14 +97,14 @@ def test_a_decisive_caveat_makes_the_verdict_undetermined():
     step = 0.5 / 20 / 1.05  # the probe's step: 4x the batch takes 1.05x the time
     probe = Probe(16, step, 18, steps=(step,) * 3, growth=(1.04, 1.05, 1.06)).to_metrics()
     cpu = resolve_devices("cpu")[0]
-    quiet = Analyzer()(_result(**probe), cpu).facts.get(keys.Bottleneck)
+    quiet = Analyzer()(_result(**probe), cpu).facts.get(Bottleneck)
     assert quiet.kind == "launch-bound" and "over 3 processes" in quiet.explanation
-    busy = Analyzer()(_result(**probe, **BUSY.to_metrics()), cpu).facts.get(keys.Bottleneck)
+    busy = Analyzer()(_result(**probe, **BUSY.to_metrics()), cpu).facts.get(Bottleneck)
     assert busy.kind == "undetermined" and "other processes used 0.9 cores" in busy.explanation
     # issue 27 item 7: busy only while the two batches alternated (batch 8 took 520 ms, 32
     # took 482 ms with one other process on a 2-core machine: "launch-bound", wrongly)
     during = BUSY.to_metrics(PROBE_MACHINE_STATE)
-    probed = Analyzer()(_result(**probe, **during), cpu).facts.get(keys.Bottleneck)
+    probed = Analyzer()(_result(**probe, **during), cpu).facts.get(Bottleneck)
     assert probed.kind == "undetermined"
     assert "other processes used 0.9 cores during the verdict's probe" in probed.explanation
     assert not assess(_result(**probe, **during)).decisive  # the samples themselves were quiet
@@ -146,7 +147,7 @@ def test_a_stored_profile_of_the_same_configuration_is_the_verdicts_first_witnes
                 "device_busy_s": 0.005, "kernels_per_step": 40, "kernel_s": 0.005}  # fmt: skip
     witness = replace(_result(), id=7, metrics={keys.EXPLAIN: profiled})
     cpu = resolve_devices("cpu")[0]
-    verdict = Analyzer()(_result(**probe), cpu, witness).facts.get(keys.Bottleneck)
+    verdict = Analyzer()(_result(**probe), cpu, witness).facts.get(Bottleneck)
     assert verdict.kind == "launch-bound"
     assert "the device was busy 20% of the step (explain's profile, result #7)" in (
         verdict.explanation

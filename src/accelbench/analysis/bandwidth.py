@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..core.metrics import Generation
+from ..analysis.facts import Generation
 from ..core.peaks import PeakFigures
 from ..workloads.llm import KVLayout, LanguageModel, forward_with_cache
 

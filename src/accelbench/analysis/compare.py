@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core import metrics as keys
+from ..analysis.facts import Rounds
 from ..core.levels import MIN_PROCESSES, log_interval, t_quantile
 from ..core.result import DEFAULT_BACKEND, Result, RunSpec, machine_of
 from ..devices.kinds import BASELINE_DEVICE
@@ -143,7 +143,7 @@ def _too_few(candidate: Result, baseline: Result) -> str:
 
 def _pairs(candidate: Result, baseline: Result) -> list[tuple[float, float]]:
     """The two results' process rates that ran in the same pass of the same sweep."""
-    ra, rb = candidate.facts.get(keys.Rounds), baseline.facts.get(keys.Rounds)
+    ra, rb = candidate.facts.get(Rounds), baseline.facts.get(Rounds)
     if not candidate.sweep or candidate.sweep != baseline.sweep or ra is None or rb is None:
         return []
     by_pass_a = dict(zip(ra.passes, _process_rates(candidate), strict=False))

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..core.metrics import DECISIVE_MARGIN
+from ..analysis.facts import DECISIVE_MARGIN
 from ..workloads import Workload
 
 __all__ = [

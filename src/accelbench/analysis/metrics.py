@@ -13,9 +13,24 @@ from typing import Any
 
 import torch
 
+from ..analysis.facts import (
+    ACHIEVED_FLOPS,
+    CHANNELS_LAST_APPLIES,
+    DECODE_FLOPS_PER_SEQUENCE,
+    FLOPS_PER_SAMPLE,
+    GENERATION,
+    MFU,
+    PEAK_FLOPS,
+    PEAK_SOURCE,
+    PREFILL_FLOPS_PER_SEQUENCE,
+    TENSORS_ONLY,
+    Generation,
+    Probe,
+    Pruning,
+)
+from ..analysis.verdict import VERDICT
 from ..core import metrics as keys
 from ..core.levels import log_interval
-from ..core.metrics import Probe
 from ..core.peaks import PeakFigures
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
@@ -70,13 +85,13 @@ def model_facts(workload: Workload, spec: RunSpec) -> dict[str, Any]:
         from .bandwidth import count_prefill_flops
 
         return {
-            keys.PREFILL_FLOPS_PER_SEQUENCE: count_prefill_flops(workload, spec.prompt_length),
+            PREFILL_FLOPS_PER_SEQUENCE: count_prefill_flops(workload, spec.prompt_length),
             # a one-token forward is the decode step's work but its attention over the cache
-            keys.DECODE_FLOPS_PER_SEQUENCE: count_prefill_flops(workload, 1),
+            DECODE_FLOPS_PER_SEQUENCE: count_prefill_flops(workload, 1),
         }
     return {
-        keys.FLOPS_PER_SAMPLE: count_flops_per_sample(workload, spec.mode),
-        keys.CHANNELS_LAST_APPLIES: channels_last_applies(workload),
+        FLOPS_PER_SAMPLE: count_flops_per_sample(workload, spec.mode),
+        CHANNELS_LAST_APPLIES: channels_last_applies(workload),
     }
 
 
@@ -102,11 +117,11 @@ class Analyzer:
         if result.spec.mode == GENERATE:  # its phases have figures of their own
             return self._generation(result, device)
         # Channel pruning made the model itself cheaper: its worker counted the pruned model.
-        pruning = result.facts.get(keys.Pruning)
-        per_sample = _number(result.metrics.get(keys.FLOPS_PER_SAMPLE))
+        pruning = result.facts.get(Pruning)
+        per_sample = _number(result.metrics.get(FLOPS_PER_SAMPLE))
         if pruning is not None and pruning.flops_per_sample is not None:
             per_sample = pruning.flops_per_sample
-        channels_last = bool(result.metrics.get(keys.CHANNELS_LAST_APPLIES, True))
+        channels_last = bool(result.metrics.get(CHANNELS_LAST_APPLIES, True))
         figures = self._figures(
             result, per_sample, self.peaks(device), device, channels_last, witness
         )
@@ -116,14 +131,14 @@ class Analyzer:
         """A generation's bandwidth share and prefill MFU (analysis/bandwidth)."""
         from .bandwidth import generation_figures
 
-        found, spec, metrics = result.facts.get(keys.Generation), result.spec, result.metrics
+        found, spec, metrics = result.facts.get(Generation), result.spec, result.metrics
         if found is None:
             return result
-        prefill = _number(metrics.get(keys.PREFILL_FLOPS_PER_SEQUENCE))
-        decode = _number(metrics.get(keys.DECODE_FLOPS_PER_SEQUENCE))
+        prefill = _number(metrics.get(PREFILL_FLOPS_PER_SEQUENCE))
+        decode = _number(metrics.get(DECODE_FLOPS_PER_SEQUENCE))
         figures = generation_figures(found, spec.precision, self.peaks(device), prefill, decode)
-        group = {**metrics[keys.GENERATION], **figures}
-        return replace(result, metrics={**metrics, keys.GENERATION: group})
+        group = {**metrics[GENERATION], **figures}
+        return replace(result, metrics={**metrics, GENERATION: group})
 
     def _figures(
         self,
@@ -141,15 +156,15 @@ class Analyzer:
         flops_per_step = None
         if per_sample is not None:
             flops_per_step = per_sample * spec.batch_size
-            out[keys.FLOPS_PER_SAMPLE] = per_sample
-            out[keys.ACHIEVED_FLOPS] = flops_per_step / step_s
+            out[FLOPS_PER_SAMPLE] = per_sample
+            out[ACHIEVED_FLOPS] = flops_per_step / step_s
         peak = peaks.flops.get(spec.precision) if peaks else None
         if peak and flops_per_step:
-            out[keys.PEAK_FLOPS] = peak
-            out[keys.PEAK_SOURCE] = peaks.source if peaks else ""
-            out[keys.MFU] = flops_per_step / step_s / peak
-        probe = result.facts.get(keys.Probe)
-        memory = result.peak_memory if result.facts.get(keys.TENSORS_ONLY) else None
+            out[PEAK_FLOPS] = peak
+            out[PEAK_SOURCE] = peaks.source if peaks else ""
+            out[MFU] = flops_per_step / step_s / peak
+        probe = result.facts.get(Probe)
+        memory = result.peak_memory if result.facts.get(TENSORS_ONLY) else None
         timing = Timing(
             batch=spec.batch_size,
             step_s=step_s,
@@ -172,7 +187,7 @@ class Analyzer:
             caveat=_decisive_machine(result),
             **_profile_evidence(result, witness),
         )
-        out[keys.VERDICT] = judge(timing).to_dict()
+        out[VERDICT] = judge(timing).to_dict()
         return out
 
 
@@ -181,9 +196,7 @@ def _decisive_machine(result: Result) -> str:
     facts = result.facts
     found = [
         *machine_caveats(facts.get(MachineState)),
-        *machine_caveats(
-            facts.get(MachineState, PROBE_MACHINE_STATE), "the verdict's probe"
-        ),
+        *machine_caveats(facts.get(MachineState, PROBE_MACHINE_STATE), "the verdict's probe"),
     ]
     return "; ".join(dict.fromkeys(c.text for c in found if c.decisive))
 

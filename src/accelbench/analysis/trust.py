@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from ..core import metrics as keys
-from ..core.metrics import LEFT_RUNNING, OPTIMIZE_POLICY, Rounds
+from ..analysis.facts import OPTIMIZE_POLICY, Rounds
+from ..core.metrics import LEFT_RUNNING
 from ..core.result import Result
 from ..core.stats import NOISY_CI_FRACTION
 from ..devices.state import MachineState
@@ -106,7 +106,7 @@ def assess(result: Result, earlier: Sequence[Result] = ()) -> Trust:
 
 def _process_caveats(result: Result) -> list[Caveat]:
     """How many processes the figures come from, and what became of the others."""
-    m, rounds = result.measurement, result.facts.get(keys.Rounds)
+    m, rounds = result.measurement, result.facts.get(Rounds)
     out = []
     if m is not None and m.processes == 1:
         out.append(Caveat("processes", _one_process(rounds)))

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ..core.metrics import Generation
+from ..core.facts import Fact, fact
+from .facts import Generation
 
 __all__ = [
     "COMPUTE_MFU",
@@ -294,3 +294,15 @@ def _larger_floor(generation: Generation) -> str:
     memory = generation.decode_memory_floor_s or 0.0
     compute = generation.decode_compute_floor_s or 0.0
     return "memory bandwidth" if memory >= compute else "compute"
+
+
+VERDICT = "verdict"
+
+
+@fact(VERDICT)
+@dataclass(frozen=True)
+class Bottleneck(Fact):
+    """The bottleneck verdict (`verdict`): launch-, compute- or memory-bound, or undetermined."""
+
+    kind: str = ""
+    explanation: str = ""

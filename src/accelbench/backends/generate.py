@@ -20,8 +20,7 @@ from torch import nn
 
 from ..analysis.bandwidth import kv_cache_bytes, mean_decode_length
 from ..analysis.drift import cached, compare_generations, kept_positions, logit_figures
-from ..core import metrics as keys
-from ..core.metrics import Generation
+from ..analysis.facts import GENERATION, Generation
 from ..core.stats import Measurement
 from ..levers import Prepared
 from ..workloads.llm import KVLayout, LanguageModel, forward_with_cache
@@ -184,7 +183,7 @@ def generation_step(prep: Prepared, clock: Clock = time.perf_counter) -> Callabl
         static_length=_static_length(prep.kv_cache),
         compiled=prep.decode is not None,
     )
-    prep.info[keys.GENERATION] = log
+    prep.info[GENERATION] = log
 
     def generate_step() -> None:
         log.add(_generate(prep, None, clock))

@@ -17,9 +17,9 @@ import statistics
 from dataclasses import replace
 from typing import Any
 
+from ..analysis.facts import Probe
 from ..backends import Runnable, build
 from ..core import metrics as keys
-from ..core.metrics import Probe
 from ..core.stats import median_ci
 from ..devices import Device
 from ..devices.state import PROBE_MACHINE_STATE

@@ -25,9 +25,10 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..analysis.facts import GENERATION, Generation, Probe, Rounds
 from ..core import metrics as keys
 from ..core.levels import RoundPolicy
-from ..core.metrics import OWN_STEPS, Generation, Latency, Overhead, Probe, Rounds
+from ..core.metrics import OWN_STEPS, Latency, Overhead
 from ..core.result import Result
 from ..core.stats import Measurement, summarize
 from ..devices.power import JOULES_PER_SAMPLE, POWER, SAMPLES_PER_S_PER_WATT
@@ -81,7 +82,7 @@ def round_stop(policy: RoundPolicy, stop: StopRule, index: int) -> StopRule:
 def more_rounds(policy: RoundPolicy, stop: StopRule, result: Result) -> Rounds:
     """The configuration's process plan after its latest process: how many processes it gets in
     all (`planned`) and why; `complete` once they have all run, or once one failed."""
-    facts = result.facts.get(keys.Rounds)
+    facts = result.facts.get(Rounds)
     assert facts is not None  # every result of this engine carries its rounds
     done = len(facts.passes)
     facts = replace(facts, policy=policy.text())
@@ -126,7 +127,7 @@ def merge(previous: Result | None, latest: Result, pass_no: int) -> Result:
     figures (drift, latency, profile, FLOPs) stay as they are."""
     if previous is None:
         return _first(latest, pass_no)
-    facts = previous.facts.get(keys.Rounds)
+    facts = previous.facts.get(Rounds)
     assert facts is not None and previous.measurement is not None
     if latest.measurement is None:  # the earlier processes stand; this one is a caveat
         return _failed(previous, latest, facts)
@@ -182,8 +183,8 @@ def _combined(
     if probe is not None:
         out.update(probe.to_metrics())
     out.update(_power(before, latest, measured, first))
-    if keys.GENERATION in before and keys.GENERATION in latest:
-        out[keys.GENERATION] = _generations(before[keys.GENERATION], latest[keys.GENERATION])
+    if GENERATION in before and GENERATION in latest:
+        out[GENERATION] = _generations(before[GENERATION], latest[GENERATION])
     if isinstance(before.get(keys.RANKS), list) and isinstance(latest.get(keys.RANKS), list):
         out[keys.RANKS] = _ranks(before[keys.RANKS], latest[keys.RANKS])
     latency = Latency.from_metrics(before)
@@ -298,7 +299,7 @@ def _generations(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         out[name] = [*a.get(name, ()), *b.get(name, ())]
     steps = [s for sample in out["token_s"] for s in sample]
     if steps and a.get("token_p50_s") is not None:
-        merged = Generation.from_metrics({keys.GENERATION: out})
+        merged = Generation.from_metrics({GENERATION: out})
         assert merged is not None
         p50, p90 = Generation.step_percentiles(steps)
         out["token_p50_s"], out["token_p90_s"] = p50, p90

@@ -9,6 +9,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..analysis.facts import DRIFT, GENERATION, MEMORY_TENSORS_ONLY
 from ..analysis.metrics import model_facts
 from ..backends import Runnable, block_function, build, checks_drift, unsupported
 from ..backends.base import backend_for
@@ -175,7 +176,7 @@ def _measured(
         **_power(timed.meter, timed.measurement, base.spec),
         **after,
         **timed.recorded,
-        keys.MEMORY_TENSORS_ONLY: timed.memory.tensors_only,
+        MEMORY_TENSORS_ONLY: timed.memory.tensors_only,
     }
     return replace(
         base,
@@ -264,10 +265,8 @@ def _time(
     recorded = {**prep.info, **state.to_metrics(), **_parameters(prep)}
     if watch:
         recorded[keys.CPU_FALLBACK_OPS] = list(dict.fromkeys(fallbacks))
-    if keys.GENERATION in recorded:  # every generation's phases, logged: keep the timed ones'
-        recorded[keys.GENERATION] = recorded[keys.GENERATION].summary(
-            measurement, spec.steps_per_block
-        )
+    if GENERATION in recorded:  # every generation's phases, logged: keep the timed ones'
+        recorded[GENERATION] = recorded[GENERATION].summary(measurement, spec.steps_per_block)
     profile_s = None
     if profile is not None:  # after the samples, never inside them
         started = time.perf_counter()
@@ -277,7 +276,7 @@ def _time(
     drift_s = None
     if drift:
         started = time.perf_counter()
-        recorded[keys.DRIFT] = _drift(prep, workload, device)
+        recorded[DRIFT] = _drift(prep, workload, device)
         drift_s = time.perf_counter() - started
     return _Timed(measurement, memory, setup, meter, recorded, drift_s, profile_s, prep)
 

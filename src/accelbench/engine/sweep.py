@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ..analysis.facts import Rounds
 from ..backends import expand_backends
-from ..core import metrics as keys
 from ..core.result import DEFAULT_BACKEND, Result, RunSpec, Value
 from ..core.vocab import GENERATE
 from ..devices import Device
@@ -197,13 +197,13 @@ class Progress:
 
     @property
     def complete(self) -> bool:
-        rounds = self.result.facts.get(keys.Rounds) if self.result is not None else None
+        rounds = self.result.facts.get(Rounds) if self.result is not None else None
         return rounds is not None and rounds.complete
 
     @property
     def processes(self) -> int:
         """Its processes so far, failed ones included."""
-        rounds = self.result.facts.get(keys.Rounds) if self.result is not None else None
+        rounds = self.result.facts.get(Rounds) if self.result is not None else None
         return 0 if rounds is None else len(rounds.passes) + len(rounds.failed)
 
 

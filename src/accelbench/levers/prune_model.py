@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..core import metrics as keys
+from ..analysis.facts import FLOPS_PER_SAMPLE, PRUNING
 from ..errors import MissingDependency, one_line, require
 from ..workloads import Workload
 from .base import Prepared
@@ -46,8 +46,8 @@ def prune_with_info(prep: Prepared, kind: str, amount: float) -> None:
         from ..analysis.flops import count_flops
 
         flops = count_flops(prep.model, inputs, prep.workload.forward, None)
-        info[keys.FLOPS_PER_SAMPLE] = flops / len(inputs)
-    prep.info[keys.PRUNING] = info
+        info[FLOPS_PER_SAMPLE] = flops / len(inputs)
+    prep.info[PRUNING] = info
 
 
 def prune_model(

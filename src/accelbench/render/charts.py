@@ -13,9 +13,10 @@ from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import levers
+from ..analysis.facts import Drift
 from ..core import metrics as keys
 from ..core.explanation import CATEGORIES
-from ..core.metrics import Drift, OptimizeTag
+from ..core.metrics import OptimizeTag
 from ..core.result import Result, machine_of
 from ..errors import require
 from ..levers import label
@@ -305,11 +306,11 @@ def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> Non
         r.measurement.rate.median / base.measurement.rate.median if r.measurement else 0.0
         for r in members
     ]
-    drifts = [_drawn_drift(r.facts.get(keys.Drift)) for r in members]
+    drifts = [_drawn_drift(r.facts.get(Drift)) for r in members]
     tolerance = _tolerance(base)
     colors = [
         "#aa3377"
-        if tolerance and r is not base and tolerance.breach(r.facts.get(keys.Drift))
+        if tolerance and r is not base and tolerance.breach(r.facts.get(Drift))
         else "#4477aa"
         for r in members
     ]
@@ -328,7 +329,7 @@ def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> Non
     drift_axes.set_xscale("log")
     drift_axes.set_yticks(positions, [""] * len(names))
     drift_axes.invert_yaxis()
-    by_spread = any((d := r.facts.get(keys.Drift)) and d.by_spread for r in members)
+    by_spread = any((d := r.facts.get(Drift)) and d.by_spread for r in members)
     drift_axes.set_xlabel(
         "drift: logit error / spread of fp32's logits (log scale)"
         if by_spread

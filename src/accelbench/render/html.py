@@ -20,6 +20,7 @@ from html import escape
 
 from ..analysis.compare import DEVICE, Speedup, compare
 from ..analysis.trust import trust_of
+from ..analysis.verdict import Bottleneck
 from ..core import metrics as keys
 from ..core.metrics import P99_MIN_SAMPLES
 from ..core.result import Result, machine_of, utc_now
@@ -335,7 +336,7 @@ def _comparisons(results: Sequence[Result]) -> str:
         classes = ["", "", "", "", "", *["num"] * (len(cells) - 5)]
         if row.speedup and not row.speedup.significant:
             classes[-1] = "num ns"
-        bottleneck = row.result.facts.get(keys.Bottleneck)
+        bottleneck = row.result.facts.get(Bottleneck)
         verdict = bottleneck.kind if bottleneck else ""
         rows.append([*zip(cells, classes, strict=True), (verdict, "")])
     kept, dropped = informative(headers, [[_plain(t) for t, _ in row] for row in rows])

@@ -28,7 +28,9 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+from ..analysis.facts import Flops, Generation
 from ..analysis.trust import trust_of
+from ..analysis.verdict import Bottleneck
 from ..core import metrics as keys
 from ..core.metrics import percentiles
 from ..core.result import Result, machine_of
@@ -102,7 +104,7 @@ def _identity(r: Result) -> dict[str, Any]:
 
 def _figures(r: Result) -> dict[str, Any]:
     facts = r.facts
-    verdict, flops = facts.get(keys.Bottleneck), facts.get_or_default(keys.Flops)
+    verdict, flops = facts.get(Bottleneck), facts.get_or_default(Flops)
     return {
         "status": r.status,
         "error": r.error,
@@ -161,7 +163,7 @@ def _latency(r: Result) -> dict[str, Any]:
 
 
 def _generation(r: Result) -> dict[str, Any]:
-    g = r.facts.get(keys.Generation)
+    g = r.facts.get(Generation)
     if g is None:
         return {}
     tpot = percentiles(g.tpot_s) if g.tpot_s else None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..analysis.compare import Row, Speedup, speedup
+from ..analysis.facts import Drift
 from ..analysis.trust import trust_of
 from ..core import metrics as keys
 from ..core.metrics import P99_MIN_SAMPLES, Latency
@@ -185,7 +186,7 @@ def refusal(r: Result, results: Sequence[Result]) -> str:
         return ""
 
     known: dict[str, Any] = {f.name: stored[f.name] for f in fields(Tolerance) if f.name in stored}
-    why = Tolerance(**known).breach(r.facts.get(keys.Drift))
+    why = Tolerance(**known).breach(r.facts.get(Drift))
     return f"refused by its optimize search: {why}" if why else ""
 
 

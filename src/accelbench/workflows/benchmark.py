@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..analysis.facts import Rounds
 from ..analysis.metrics import Analyzer
 from ..analysis.trust import with_trust
 from ..backends import check_installed, unsupported
@@ -268,7 +269,7 @@ def run_plan(
             result = measure(progress, pass_no, lambda i, s: bar.advance(task))
             bar.remove_task(task)
             bar.update(overall, advance=1, total=sum(_planned(plan, p) for p in todo))
-            rounds = result.facts.get(keys.Rounds)
+            rounds = result.facts.get(Rounds)
             if claims is not None and rounds and rounds.complete:
                 claims.release(spec)
             return result
@@ -335,7 +336,7 @@ class _Claims:
 
 
 def _processes(result: Result | None) -> int:
-    rounds = result.facts.get(keys.Rounds) if result is not None else None
+    rounds = result.facts.get(Rounds) if result is not None else None
     return 0 if rounds is None else len(rounds.passes) + len(rounds.failed)
 
 
@@ -365,13 +366,13 @@ def _earlier_runs(store: Store, result: Result, sweep: str) -> list[Result]:
 def _next_pass(stored: Iterable[Result]) -> int:
     """The pass after every one stored in the sweep: the same command run again, or resumed,
     numbers its passes on, so that compare pairs only processes that ran side by side."""
-    passes = [n for r in stored for n in (r.facts.get_or_default(keys.Rounds).passes)]
+    passes = [n for r in stored for n in (r.facts.get_or_default(Rounds).passes)]
     return max(passes, default=0) + 1
 
 
 def _planned(plan: Plan, progress: Progress) -> int:
     """The processes a configuration is planned to get, as far as its plan is known."""
-    rounds = progress.result.facts.get(keys.Rounds) if progress.result is not None else None
+    rounds = progress.result.facts.get(Rounds) if progress.result is not None else None
     if rounds is not None and rounds.planned:
         return rounds.planned
     return first_rounds(plan.policy, progress.config.stop)
@@ -411,7 +412,7 @@ def resumable(plan: Plan, store: Store) -> dict[RunSpec, Result]:
     for result in store.results(Filters(sweep=plan.sweep.id)):  # newest first: they win
         stored.setdefault(result.spec, result)
     for result in stored.values():
-        if result.facts.get(keys.Rounds) is None:
+        if result.facts.get(Rounds) is None:
             raise UsageError(
                 f"--resume: sweep {plan.sweep.id} was stored by an earlier accelbench, one "
                 f"process per configuration (result #{result.id}); its results stay readable. "

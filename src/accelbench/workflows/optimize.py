@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.compare import Speedup, speedup
+from ..analysis.facts import DRIFT, Drift
+from ..analysis.verdict import Bottleneck
 from ..backends import code
-from ..core import metrics as keys
-from ..core.metrics import DRIFT, Drift
 from ..core.result import Result, RunSpec
 from ..core.vocab import GENERATE
 from ..devices import Device
@@ -203,7 +203,7 @@ def assess(
             out.append(Assessment(rung, result, None, None, "", baseline=True))
         else:
             ratio = speedup(result, base, spread_from=base) if base.measurement else None
-            refused = tolerance.breach(result.facts.get(keys.Drift))
+            refused = tolerance.breach(result.facts.get(Drift))
             ref = references[i] if i < len(references) else None
             step = _step(result, results[ref], base) if ref else None
             note = _note(rung, step or ratio, launch_bound, rungs[ref].name if step and ref else "")
@@ -277,7 +277,7 @@ def gain_text(factors: Sequence[Factor], total: Speedup | None) -> str:
 
 def is_launch_bound(base: Result) -> bool:
     """Whether fp32 eager's verdict says its step is launch-bound."""
-    verdict = base.facts.get(keys.Bottleneck)
+    verdict = base.facts.get(Bottleneck)
     return verdict is not None and verdict.kind == "launch-bound"
 
 

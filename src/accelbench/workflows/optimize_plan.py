@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..analysis.facts import OPTIMIZE_POLICY, Rounds
 from ..analysis.metrics import Analyzer
 from ..analysis.trust import with_trust
 from ..backends import unsupported
-from ..core import metrics as keys
-from ..core.metrics import OPTIMIZE_POLICY, OptimizeTag
+from ..core.metrics import OptimizeTag
 from ..core.result import Result, RunSpec
 from ..core.vocab import GENERATE
 from ..devices import Device, pick_device, resolve_devices
@@ -251,7 +251,7 @@ def optimize(
 def _settled(result: Result) -> Result:
     """A variant's processes as the search left them: complete, since the search, not a plan,
     decides whether another runs."""
-    rounds = result.facts.get(keys.Rounds)
+    rounds = result.facts.get(Rounds)
     assert rounds is not None
     done = len(rounds.passes)
     why = "the search adds processes only where a decision is close"

@@ -38,9 +38,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..analysis.compare import Speedup, speedup
+from ..analysis.facts import Drift, Generation
 from ..analysis.verdict import decode_bound
 from ..backends import all_backends
-from ..core import metrics as keys
 from ..core.result import Result, RunSpec
 from ..core.vocab import GENERATE
 from ..devices import Device
@@ -360,7 +360,7 @@ class Search:
         """Of the levers with variants `offered`, those that relieve what bounds the baseline's
         step, where its measurement says (a generation's decode step, from its floors); the
         path says which and why."""
-        generation = base.result.facts.get(keys.Generation)
+        generation = base.result.facts.get(Generation)
         bound = decode_bound(generation) if generation is not None else ""
         levers = [
             lever
@@ -527,7 +527,7 @@ class Search:
         # measured before and decided on against another (a precision alone, now the stack's
         # alternative): its step keeps that decision, and this one is a step of its own
         again = trial.judged is not None and trial.judged.over is not reference
-        breach = self.tolerance.breach(trial.result.facts.get(keys.Drift))
+        breach = self.tolerance.breach(trial.result.facts.get(Drift))
         gain = self._gain(trial, reference)
         if breach or gain is None:
             if not again:
@@ -542,7 +542,7 @@ class Search:
         return gain.low > 1.0
 
     def _usable(self, trial: Trial) -> bool:
-        return trial.measured and self.tolerance.breach(trial.result.facts.get(keys.Drift)) is None
+        return trial.measured and self.tolerance.breach(trial.result.facts.get(Drift)) is None
 
     def _beats(self, trial: Trial, reference: Trial) -> bool:
         gain = self._gain(trial, reference)
@@ -661,7 +661,7 @@ class Search:
         the path to show with every process in."""
         if not trial.measured:
             return trial.outcome
-        breach = self.tolerance.breach(trial.result.facts.get(keys.Drift))
+        breach = self.tolerance.breach(trial.result.facts.get(Drift))
         gain = self._gain(trial, ref)
         own = ref is not self.reference  # judged against a reference of its own
         trial.judged = None
@@ -688,7 +688,7 @@ def _references_first(variants: Sequence[Variant]) -> list[Variant]:
 
 def _accuracy_cost(trial: Trial, ref: Trial) -> str:
     """What `trial` costs in accuracy beside its reference: both drifts from the fp32 model."""
-    mine, theirs = trial.result.facts.get(keys.Drift), ref.result.facts.get(keys.Drift)
+    mine, theirs = trial.result.facts.get(Drift), ref.result.facts.get(Drift)
     if mine is None or mine.max_rel_error is None:
         return ""
     text = f"; max rel. error {mine.max_rel_error:.2g}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...analysis.verdict import Bottleneck
 from ...core import metrics as keys
 from ...core.explanation import IDLE, Explanation
 from ...core.result import Result
@@ -37,7 +38,7 @@ def explanation_lines(r: Result, verdict: bool = True) -> list[str]:
     if found is None:
         reason = r.facts.get(keys.EXPLAIN_FAILURE)
         return [f"not profiled: {reason}"] if reason else []
-    bottleneck = r.facts.get(keys.Bottleneck) if verdict else None
+    bottleneck = r.facts.get(Bottleneck) if verdict else None
     return [
         _profiled(found),
         *_busy(found),

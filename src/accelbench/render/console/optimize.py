@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ...analysis.facts import DECISIVE_MARGIN, Drift
 from ...analysis.trust import trust_of
 from ...core import metrics as keys
-from ...core.metrics import DECISIVE_MARGIN
 from ...core.vocab import GENERATE
 from ...levers import label
 from ..text import format_bytes, number
@@ -16,7 +16,6 @@ from .run_notes import onnxruntime_note
 from .table import new_table, render_table
 
 if TYPE_CHECKING:  # the types only: the optimize workflow imports torch
-    from ...core.metrics import Drift
     from ...workflows.optimize import Assessment, Tolerance
     from ...workflows.optimize_plan import Ladder, Searched
     from ...workflows.search import Trial
@@ -105,7 +104,7 @@ def _undetermined_notes(verdicts: Sequence[Assessment], tolerance: Tolerance) ->
     """Each variant whose tokens could not be judged, and why."""
     notes = []
     for v in verdicts:
-        drift = v.result.facts.get(keys.Drift) if v.result.measurement is not None else None
+        drift = v.result.facts.get(Drift) if v.result.measurement is not None else None
         if not v.baseline and (why := tolerance.tokens_undetermined(drift)):
             notes.append(f"{v.rung.name}: {why}; judged on its logits alone")
     return notes
@@ -141,7 +140,7 @@ def _optimize_cells(v: Assessment, trial: Trial, tolerance: Tolerance) -> list[s
     if r.measurement is None:
         status = "not finished" if trial.budget_cut else _FAILED.get(r.status, r.status.upper())
         return [status, "", "", "", "", ""]
-    drift = r.facts.get(keys.Drift)
+    drift = r.facts.get(Drift)
     error, agree = _drift_cells(drift)
     baseline = v.baseline
     return [
@@ -174,9 +173,7 @@ def _drift_cells(drift: Drift | None) -> tuple[str, str]:
 def _within(v: Assessment, tolerance: Tolerance) -> str:
     if v.refused:
         return "no"
-    return (
-        "yes (logits)" if tolerance.tokens_undetermined(v.result.facts.get(keys.Drift)) else "yes"
-    )
+    return "yes (logits)" if tolerance.tokens_undetermined(v.result.facts.get(Drift)) else "yes"
 
 
 def _recommendation(

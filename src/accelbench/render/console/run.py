@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ...analysis.facts import Flops, Generation
 from ...analysis.trust import trust_of
 from ...core import metrics as keys
 from ...core.result import Result
@@ -119,7 +120,7 @@ def _headers(results: Sequence[Result]) -> tuple[str, ...]:
     if all(r.spec.mode == GENERATE for r in results):
         left_out |= {"TFLOP/s", "MFU"}
         headers = tuple("tokens/s" if h == "samples/s" else h for h in headers)
-    if all(r.facts.get_or_default(keys.Flops).mfu is None for r in results):
+    if all(r.facts.get_or_default(Flops).mfu is None for r in results):
         left_out.add("MFU")
     if all(is_baseline(r.spec.device) for r in results):
         left_out.add("vs CPU")
@@ -129,7 +130,7 @@ def _headers(results: Sequence[Result]) -> tuple[str, ...]:
 def _figures(r: Result, cpu_rate: float | None, unit: str = "") -> dict[str, str]:
     """The measured cells of one row of the run table by column; `unit` follows the
     samples/s cell where the column mixes samples and tokens."""
-    m, flops, g = r.measurement, r.facts.get_or_default(keys.Flops), r.facts.get(keys.Generation)
+    m, flops, g = r.measurement, r.facts.get_or_default(Flops), r.facts.get(Generation)
     assert m is not None
     per = r.samples_per_block  # the interval is on the figure read: samples/s
     tpot = g.tpot_median_s if g else None

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...analysis.verdict import decode_verdict
+from ...analysis.facts import Drift, Flops, Generation
+from ...analysis.verdict import Bottleneck, decode_verdict
 from ...core import metrics as keys
 from ...core.metrics import (
     P99_MIN_SAMPLES,
     CoreMLFacts,
-    Drift,
-    Generation,
     MaxBatchSearch,
     OnnxRuntimeFacts,
     Parallel,
@@ -33,11 +32,11 @@ def derived_notes(r: Result) -> list[str]:
     """The verdict, the energy, MFU's peak, parallelism, max batch, drift and ONNX Runtime
     figures of one result, as sentences (its caveats are analysis/trust's)."""
     metrics = r.facts
-    bottleneck, flops = metrics.get(keys.Bottleneck), metrics.get_or_default(keys.Flops)
+    bottleneck, flops = metrics.get(Bottleneck), metrics.get_or_default(Flops)
     notes = [bottleneck.explanation] if bottleneck else []
     if metrics.get(keys.OUTPUT_USED):
         notes.append(f"your model's forward: {metrics.get(keys.OUTPUT_USED)}")
-    if generation := metrics.get(keys.Generation):
+    if generation := metrics.get(Generation):
         notes += generation_notes(generation)
     if power := metrics.get(Power):
         notes += _power_notes(power)
@@ -51,7 +50,7 @@ def derived_notes(r: Result) -> list[str]:
         notes.append(
             f"no verdict: the smaller-batch probe failed: {metrics.get(keys.PROBE_FAILURE)}"
         )
-    if drift := metrics.get(keys.Drift):
+    if drift := metrics.get(Drift):
         notes.append(drift_note(drift))
     if ort := metrics.get(keys.OnnxRuntimeFacts):
         notes.append(
