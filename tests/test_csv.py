@@ -9,10 +9,10 @@ import pytest
 
 from accelbench.analysis.facts import ACHIEVED_FLOPS, FLOPS_PER_SAMPLE, GENERATION, MFU
 from accelbench.analysis.verdict import VERDICT
-from accelbench.core import metrics as keys
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.devices.power import JOULES_PER_SAMPLE, POWER, SAMPLES_PER_S_PER_WATT
+from accelbench.engine.facts import LATENCY, PARAMETER_COUNT, PARAMETERS
 from accelbench.render.results_csv import CSV_FIGURES, results_csv
 
 
@@ -24,11 +24,11 @@ def _row(result: Result) -> dict[str, str]:
 def _inference() -> Result:
     samples = tuple(0.1 * (1 + 0.01 * i) for i in range(10))
     metrics = {
-        keys.PARAMETERS: 62_006,
+        PARAMETERS: 62_006,
         FLOPS_PER_SAMPLE: 1.3e6,
         ACHIEVED_FLOPS: 2.6e9,
         MFU: 0.0125,
-        keys.LATENCY: {
+        LATENCY: {
             "batch_size": 1, "samples": 3, "p50_s": 0.002, "p90_s": 0.003, "p99_s": None,
             "steps_s": [0.002, 0.002, 0.003],
         },
@@ -107,5 +107,5 @@ def test_the_worker_counts_the_measured_models_parameters():
     result = run_config(spec, seed, cpu, StopRule(blocks=1, warmup=1, min_sample_s=0.0))
     assert result.status == "ok", result.error
     expected = sum(p.numel() for p in seed.build_model().parameters())
-    assert result.facts.get(keys.PARAMETER_COUNT) == expected > 0
+    assert result.facts.get(PARAMETER_COUNT) == expected > 0
     assert int(_row(result)["parameters"]) == expected

@@ -22,10 +22,10 @@ import pytest
 import torch
 from torch import nn
 
-from accelbench.core import metrics as keys
 from accelbench.core.result import Result
 from accelbench.devices import is_out_of_memory, resolve_devices
 from accelbench.engine import worker
+from accelbench.engine.facts import Overhead
 from accelbench.engine.measure import StopRule
 from accelbench.engine.runner import make_spec, run_config
 from accelbench.errors import UsageError, WorkloadError
@@ -383,4 +383,4 @@ def test_a_wall_clock_that_jumps_does_not_move_a_workers_start(monkeypatch):
         probe=False,
     )  # fmt: skip
     assert result.status == "ok", result.error
-    assert 0 <= result.facts.get(keys.Overhead).start_s < 60
+    assert 0 <= result.facts.get(Overhead).start_s < 60

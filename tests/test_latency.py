@@ -10,10 +10,18 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from accelbench.core import metrics as keys
-from accelbench.core.metrics import P99_MIN_SAMPLES, Latency, check_metrics
+from accelbench.core.metrics import check_metrics
 from accelbench.devices import resolve_devices
 from accelbench.engine import runner
+from accelbench.engine.facts import (
+    LATENCY,
+    LATENCY_ERROR,
+    LATENCY_FAILURE,
+    OVERHEAD,
+    P99_MIN_SAMPLES,
+    Latency,
+    Overhead,
+)
 from accelbench.engine.measure import StopRule
 from accelbench.render.console import run_tables
 from accelbench.render.html import html_report
@@ -43,25 +51,25 @@ def swept(tmp_path_factory):
 
 def test_inference_has_ordered_percentiles_training_none(swept):
     _, found, _ = swept
-    latency = found["infer", 8].facts.get(keys.Latency)
+    latency = found["infer", 8].facts.get(Latency)
     assert latency is not None and latency.batch_size == 1
     assert P99_MIN_SAMPLES <= latency.samples == len(latency.steps_s) <= 1000
     assert latency.p99_s is not None and 0 < latency.p50_s <= latency.p90_s <= latency.p99_s
     expected = np.percentile(latency.steps_s, [50, 90, 99])
     assert np.allclose([latency.p50_s, latency.p90_s, latency.p99_s], expected)
     assert "after the main samples" in latency.source
-    overhead = found["infer", 8].facts.get(keys.Overhead)
+    overhead = found["infer", 8].facts.get(Overhead)
     assert overhead is not None and (overhead.latency_s or 0) > 0
     for batch in (8, 1):
-        assert found["train", batch].facts.get(keys.Latency) is None
-        assert keys.LATENCY not in found["train", batch].metrics
+        assert found["train", batch].facts.get(Latency) is None
+        assert LATENCY not in found["train", batch].metrics
 
 
 def test_a_batch_1_measurement_of_single_steps_is_its_own_latency(swept):
     """40 samples: the figures come from them, and a p99 is undetermined, not invented."""
     out, found, _ = swept
     result = found["infer", 1]
-    latency = result.facts.get(keys.Latency)
+    latency = result.facts.get(Latency)
     assert latency is not None and latency.samples == 40 and latency.p99_s is None
     assert result.measurement is not None
     assert latency.steps_s == tuple(round(s, 9) for s in result.measurement.samples)
@@ -79,7 +87,7 @@ def test_the_latency_survives_export_and_import(swept, tmp_path):
         store.import_results(read_export(path))
         back = {(r.spec.mode, r.spec.batch_size): r for r in store.results()}
     for key in (("infer", 8), ("infer", 1)):
-        assert back[key].facts.get(keys.Latency) == found[key].facts.get(keys.Latency) is not None
+        assert back[key].facts.get(Latency) == found[key].facts.get(Latency) is not None
 
 
 def test_the_reports_have_the_latency_column(swept):
@@ -100,8 +108,8 @@ def test_no_latency_leaves_it_out(tmp_path):
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     (result,) = json.loads(run.stdout)["results"]
-    assert keys.LATENCY not in result["metrics"] and keys.LATENCY_ERROR not in result["metrics"]
-    assert "latency_s" not in result["metrics"][keys.OVERHEAD]
+    assert LATENCY not in result["metrics"] and LATENCY_ERROR not in result["metrics"]
+    assert "latency_s" not in result["metrics"][OVERHEAD]
 
 
 def test_a_failed_latency_keeps_the_result_and_says_why(monkeypatch):
@@ -119,8 +127,8 @@ def test_a_failed_latency_keeps_the_result_and_says_why(monkeypatch):
         spec, workload, device, StopRule(blocks=3), probe=False, latency=True
     )
     assert result.status == "ok" and result.measurement is not None
-    assert result.facts.get(keys.Latency) is None
-    assert result.facts.get(keys.LATENCY_FAILURE) == "RuntimeError: no batch of 1 here"
+    assert result.facts.get(Latency) is None
+    assert result.facts.get(LATENCY_FAILURE) == "RuntimeError: no batch of 1 here"
     assert latency_cell(result) == "—"
     assert "no latency at batch 1: RuntimeError: no batch of 1 here" in run_tables([result])
 
@@ -139,11 +147,11 @@ def test_fewer_than_100_steps_give_no_p99():
 def test_import_validation_takes_the_record_and_refuses_a_bad_one():
     record = Latency.from_steps([0.001, 0.002, 0.003], "test").to_metrics()
     check_metrics(json.loads(json.dumps(record)))
-    bad = {keys.LATENCY: {**record[keys.LATENCY], "p50_s": "fast"}}
+    bad = {LATENCY: {**record[LATENCY], "p50_s": "fast"}}
     with pytest.raises(ValueError, match="metrics.latency"):
         check_metrics(bad)
     with pytest.raises(ValueError, match="metrics.latency_error"):
-        check_metrics({keys.LATENCY_ERROR: 3})
+        check_metrics({LATENCY_ERROR: 3})
 
 
 def test_the_time_cap_stops_short_of_min_samples():

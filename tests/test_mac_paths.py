@@ -24,13 +24,14 @@ import accelbench.devices.mps as mps
 from accelbench.backends import expand_backends
 from accelbench.core import metrics as keys
 from accelbench.core.facts import Facts
-from accelbench.core.metrics import CPU_FALLBACK_OPS, LOAD_S
+from accelbench.core.metrics import LOAD_S
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.devices import HostTimer, resolve_devices
 from accelbench.devices.base import DtypeSupport
 from accelbench.devices.cpu import CpuBackend
 from accelbench.devices.mps import MpsBackend, SampledPeak
+from accelbench.engine.facts import CPU_FALLBACK_OPS, FALLBACK_OPS
 from accelbench.engine.maxbatch import find_max_batch
 from accelbench.engine.runner import run_one
 from accelbench.exporters.coreml import COMPUTE_UNITS
@@ -225,7 +226,7 @@ def test_other_devices_keep_the_plain_reason():
 
 
 def test_the_views_read_what_the_writers_store():
-    assert Facts({CPU_FALLBACK_OPS: ["aten::a", "aten::b"]}).get(keys.FALLBACK_OPS) == (
+    assert Facts({CPU_FALLBACK_OPS: ["aten::a", "aten::b"]}).get(FALLBACK_OPS) == (
         "aten::a",
         "aten::b",
     )

@@ -19,22 +19,17 @@ from accelbench.analysis.facts import (
     PEAK_SOURCE,
     PROBE,
     TENSORS_ONLY,
+    VERIFY,
     Drift,
     Flops,
     Probe,
     Pruning,
+    Verification,
 )
 from accelbench.analysis.verdict import VERDICT, Bottleneck
 from accelbench.core import metrics as keys
 from accelbench.core.facts import Facts
-from accelbench.core.metrics import (
-    MaxBatchSearch,
-    OnnxRuntimeFacts,
-    OptimizeTag,
-    Parallel,
-    RankFigures,
-    Verification,
-)
+from accelbench.core.metrics import OnnxRuntimeFacts
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.devices.power import (
@@ -46,8 +41,20 @@ from accelbench.devices.power import (
     Power,
     PowerReading,
 )
+from accelbench.engine.facts import (
+    DEVICE_MEMORY,
+    RANKS,
+    SCALING_UNAVAILABLE,
+    SETUP,
+    SETUP_S,
+    WORLD_SIZE,
+    MaxBatchSearch,
+    Parallel,
+    RankFigures,
+)
 from accelbench.engine.maxbatch import MaxBatch
 from accelbench.store.db import Store
+from accelbench.workflows.facts import OPTIMIZE, OptimizeTag
 
 
 def _result(metrics: dict[str, object]) -> Result:
@@ -64,7 +71,7 @@ def test_nothing_recorded_reads_as_none():
     for kind in (Probe, Drift, Power, Parallel, MaxBatchSearch, Pruning, OnnxRuntimeFacts):
         assert metrics.get(kind) is None
     assert metrics.get(OptimizeTag) is None and metrics.get(Bottleneck) is None
-    assert metrics.get(Verification) is None and metrics.get(keys.SETUP) is None
+    assert metrics.get(Verification) is None and metrics.get(SETUP) is None
     assert metrics.get_or_default(Flops) == Flops() and metrics.get(POWER_MISSING) == ""
     assert not metrics.get(TENSORS_ONLY)
 
@@ -94,8 +101,8 @@ def test_power_reads_the_reading_and_the_figures_beside_it():
 
 def test_max_batch_reads_what_the_search_writes():
     found = MaxBatch(_result({}), ((8, "ok"), (16, "oom")), limit_reached=True)
-    stored = {**found.to_metrics(), keys.DEVICE_MEMORY: 2**30}
-    search = Facts(stored).get(keys.MaxBatchSearch)
+    stored = {**found.to_metrics(), DEVICE_MEMORY: 2**30}
+    search = Facts(stored).get(MaxBatchSearch)
     assert search == MaxBatchSearch(8, ((8, "ok"), (16, "oom")), True, "", 2**30)
 
 
@@ -106,9 +113,9 @@ def test_flops_parallel_and_the_bottleneck_verdict():
         PEAK_SOURCE: "datasheet",
         MFU: 0.5,
         VERDICT: {"kind": "compute-bound", "explanation": "because"},
-        keys.RANKS: [{"rank": 0, "device": "cpu", "it_per_s": 3.0, "samples_per_s": 24.0}],
-        keys.WORLD_SIZE: 1,
-        keys.SCALING_UNAVAILABLE: "missing",
+        RANKS: [{"rank": 0, "device": "cpu", "it_per_s": 3.0, "samples_per_s": 24.0}],
+        WORLD_SIZE: 1,
+        SCALING_UNAVAILABLE: "missing",
     }
     metrics = Facts(stored)
     assert metrics.get(Flops) == Flops(None, 2e12, 4e12, "datasheet", 0.5)
@@ -120,7 +127,7 @@ def test_flops_parallel_and_the_bottleneck_verdict():
 
 def test_verification_keeps_a_loss_that_was_not_finite():
     facts = {"verdict": "diverges", "reasons": ["loss"], "loss_curve": [2.0, None], "epochs": 2}
-    verified = Facts({keys.VERIFY: facts}).get(keys.Verification)
+    verified = Facts({VERIFY: facts}).get(Verification)
     assert verified == Verification(
         verdict="diverges", reasons=("loss",), loss_curve=(2.0, None), epochs=2
     )
@@ -128,9 +135,9 @@ def test_verification_keeps_a_loss_that_was_not_finite():
 
 def test_metrics_read_the_same_after_the_database(tmp_path):
     stored = {
-        keys.SETUP_S: 1.5,
+        SETUP_S: 1.5,
         PROBE: {"batch_size": 2, "step_time_s": 0.01, "blocks": 5},
-        keys.OPTIMIZE: {"variant": "fp32 eager", "tolerance": {"max_rel_error": 0.05}},
+        OPTIMIZE: {"variant": "fp32 eager", "tolerance": {"max_rel_error": 0.05}},
         keys.ONNXRUNTIME: {"onnxruntime": "1.30", "providers": ["CPUExecutionProvider"]},
         MEMORY_TENSORS_ONLY: True,
     }
@@ -139,7 +146,7 @@ def test_metrics_read_the_same_after_the_database(tmp_path):
         (read,) = store.results()
     assert saved.metrics == stored
     before, after = Facts(stored), Facts(read.metrics)
-    for kind in (keys.SETUP, Probe, OptimizeTag, OnnxRuntimeFacts, TENSORS_ONLY):
+    for kind in (SETUP, Probe, OptimizeTag, OnnxRuntimeFacts, TENSORS_ONLY):
         assert before.get(kind) == after.get(kind)
     ort = after.get(OnnxRuntimeFacts)
     assert ort is not None and ort.providers == ("CPUExecutionProvider",)
@@ -167,8 +174,8 @@ def test_writers_records_read_back_as_the_values_that_wrote_them():
     old = {PROBE: {"batch_size": 4, "step_time_s": 0.02, "blocks": 5}}  # before the CI
     assert Probe.from_metrics(old) == Probe(4, 0.02, 5)
     assert Facts(probe.to_metrics()).get(Probe) == probe
-    tag = keys.OptimizeTag("bf16", {"max_rel_error": 0.05, "min_top1": 0.95})
-    assert Facts(tag.to_metrics()).get(keys.OptimizeTag) == tag
+    tag = OptimizeTag("bf16", {"max_rel_error": 0.05, "min_top1": 0.95})
+    assert Facts(tag.to_metrics()).get(OptimizeTag) == tag
     # a probe recorded without its block count still gives the verdict its batch and time
     assert Facts({PROBE: {"batch_size": 2, "step_time_s": 0.1}}).get(Probe) == Probe(
         2, 0.1
@@ -176,10 +183,10 @@ def test_writers_records_read_back_as_the_values_that_wrote_them():
 
 
 def test_a_result_reads_its_own_metrics_through_the_typed_view():
-    result = _result({keys.VERIFY: {"verdict": "ok", "accuracy": 0.9}, keys.SETUP_S: 2.0})
-    assert result.facts.get(keys.SETUP) == 2.0
-    assert result.verification == Verification(verdict="ok", accuracy=0.9)
-    assert _result({}).verification is None
+    result = _result({VERIFY: {"verdict": "ok", "accuracy": 0.9}, SETUP_S: 2.0})
+    assert result.facts.get(SETUP) == 2.0
+    assert result.facts.get(Verification) == Verification(verdict="ok", accuracy=0.9)
+    assert _result({}).facts.get(Verification) is None
 
 
 def _metrics_keys_spelled_out(tree: ast.AST) -> list[int]:

@@ -8,13 +8,12 @@ import math
 import pytest
 
 from accelbench.analysis.facts import DRIFT, Drift, Probe, Rounds
-from accelbench.core import metrics as keys
 from accelbench.core.levels import RoundPolicy
-from accelbench.core.metrics import Overhead
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.devices.power import POWER, Power
 from accelbench.devices.state import MachineState
+from accelbench.engine.facts import Overhead
 from accelbench.engine.measure import StopRule
 from accelbench.engine.rounds import first_rounds, merge, more_rounds, round_stop
 
@@ -113,7 +112,7 @@ def test_merging_keeps_every_process_apart_and_combines_what_each_recorded():
     assert facts.get(Probe).step_time_s == pytest.approx(math.sqrt(0.004 * 0.005))
     state = facts.get(MachineState)
     assert state.other_cpu_cores == 0.8 and state.seconds == 3.0
-    assert facts.get(keys.Overhead).warmup_s == 0.75 and facts.get(keys.Overhead).probe_s == 1.5
+    assert facts.get(Overhead).warmup_s == 0.75 and facts.get(Overhead).probe_s == 1.5
     assert facts.get(Power).joules == pytest.approx(8.4)
     assert facts.get(Power).average_watts == pytest.approx(8.4 / 0.057)
     assert facts.get(Drift) is not None  # the first process's once-only figures stay

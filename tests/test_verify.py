@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from accelbench.analysis.compare import DEVICE, compare
-from accelbench.core.metrics import Verification
+from accelbench.analysis.facts import Verification
 from accelbench.core.result import Result, RunSpec
 from accelbench.devices import find_device
 from accelbench.errors import UsageError
@@ -237,7 +237,8 @@ def test_an_unavailable_device_becomes_a_failed_row_without_training(models):
     result = verify_one(workload, gpu, "fp32", load_digits(), Settings())
     assert result.status == "error"
     assert result.error == "cuda:7 is not available here: none here"
-    assert result.verification is not None and result.verification.loss_curve is None
+    verified = result.facts.get(Verification)
+    assert verified is not None and verified.loss_curve is None
 
 
 def test_verify_trains_each_run_from_the_same_start(models):
@@ -245,8 +246,8 @@ def test_verify_trains_each_run_from_the_same_start(models):
     settings = Settings(epochs=4, lr=0.1, batch_size=64)
     cpu = find_device("cpu")
     first, again = (verify(workload, [cpu], ["fp32"], settings) for _ in range(2))
-    facts = first[0].verification
-    repeated = again[0].verification
+    facts = first[0].facts.get(Verification)
+    repeated = again[0].facts.get(Verification)
     assert facts is not None and facts.loss_curve is not None and len(facts.loss_curve) == 4
     assert repeated is not None and facts.loss_curve == repeated.loss_curve  # deterministic
     assert (facts.loss_curve[-1] or 0) < (facts.loss_curve[0] or 0)  # it learns
@@ -274,7 +275,7 @@ def test_cli_verify_runs_end_to_end_and_stores_the_runs(models, tmp_path):
         stored = store.results()[::-1]
     assert [r.status for r in stored] == ["ok", "ok"]
     assert {r.sweep for r in stored} == {payload["sweep"]}
-    assert stored[1].verification == Verification.from_metrics({"verify": bf16})
+    assert stored[1].facts.get(Verification) == Verification.from_metrics({"verify": bf16})
     listed = results_table(stored, width=300)
     assert "verify ok: " in listed and "verify baseline: " in listed
     assert compare(stored, DEVICE).rows == ()  # no timing to compare

@@ -10,11 +10,10 @@ from dataclasses import replace
 
 import pytest
 
-from accelbench.core import metrics as keys
 from accelbench.core.facts import Facts
-from accelbench.core.metrics import OVERHEAD, Overhead
 from accelbench.devices import resolve_devices
 from accelbench.engine import worker
+from accelbench.engine.facts import OVERHEAD, Overhead
 from accelbench.engine.measure import StopRule
 from accelbench.engine.runner import make_spec
 from accelbench.engine.worker import START, run_isolated, start_method
@@ -70,7 +69,7 @@ def _run(spec=None, ref=MLP, probe=False):
 def test_the_overhead_is_recorded_phase_by_phase():
     result = _run(probe=True)
     assert result.status == "ok", result.error
-    seen = result.facts.get(keys.Overhead)
+    seen = result.facts.get(Overhead)
     assert seen is not None and seen.setup_s == result.metrics["setup_s"]
     phases = [seen.start_s, seen.import_s, seen.setup_s, seen.warmup_s, seen.timed_s, seen.probe_s]
     assert all(x is not None and x >= 0 for x in phases), seen
@@ -91,16 +90,16 @@ def test_the_drift_check_is_timed_too():
         drift=True,
     )
     assert result.status == "ok", result.error
-    assert result.facts.get(keys.Overhead).drift_s > 0
+    assert result.facts.get(Overhead).drift_s > 0
 
 
 def test_the_view_reads_and_adds():
     metrics = Overhead.add({"setup_s": 1.5}, start_s=0.25, timed_s=2.0)
     metrics = Overhead.add(metrics, wall_s=5.0)
-    seen = Facts(metrics).get(keys.Overhead)
+    seen = Facts(metrics).get(Overhead)
     assert (seen.start_s, seen.setup_s, seen.timed_s, seen.wall_s) == (0.25, 1.5, 2.0, 5.0)
     assert seen.beyond_timed_s == 3.0 and seen.import_s is None
-    assert Facts({}).get(keys.Overhead) is None
+    assert Facts({}).get(Overhead) is None
     with pytest.raises(TypeError, match="setup_s"):
         Overhead.add(metrics, setup_s=1.0)  # it has its own key, written by the runner
     with pytest.raises(TypeError, match="wal_s"):
@@ -124,7 +123,7 @@ def test_linux_forks_from_the_server_unless_spawn_is_asked_for(monkeypatch):
 def test_a_forked_worker_starts_without_importing_torch_again(monkeypatch):
     monkeypatch.delenv(START, raising=False)
     _run()  # the server may start during this one
-    seen = _run().facts.get(keys.Overhead)
+    seen = _run().facts.get(Overhead)
     assert seen.start_s + seen.import_s < 1.0, seen  # importing torch alone takes seconds
 
 
@@ -157,7 +156,7 @@ def test_a_worker_that_dies_still_gives_an_error_result(tmp_path, monkeypatch, m
     result = _run(ref=WorkloadRef(f"{model}:make"))
     assert result.status == "error"
     assert result.error == "the worker process died (exit code 3)"
-    assert result.facts.get(keys.Overhead).wall_s > 0
+    assert result.facts.get(Overhead).wall_s > 0
     assert OVERHEAD in result.metrics
 
 
@@ -166,7 +165,7 @@ def test_a_failure_in_the_worker_keeps_its_start_up_time(tmp_path):
     model.write_text("def make():\n    raise ValueError('no model today')\n")
     result = _run(ref=WorkloadRef(f"{model}:make"))
     assert result.status == "error" and "no model today" in result.error
-    seen = result.facts.get(keys.Overhead)
+    seen = result.facts.get(Overhead)
     assert seen.start_s >= 0 and seen.wall_s >= seen.start_s and seen.timed_s is None
 
 

@@ -13,9 +13,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..analysis.facts import Generation
 from ..core.peaks import PeakFigures
 from ..workloads.llm import KVLayout, LanguageModel, forward_with_cache
+from .facts import Generation
 
 __all__ = [
     "count_prefill_flops",

@@ -22,10 +22,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..analysis.facts import Rounds
 from ..core.levels import MIN_PROCESSES, log_interval, t_quantile
 from ..core.result import DEFAULT_BACKEND, Result, RunSpec, machine_of
 from ..devices.kinds import BASELINE_DEVICE
+from .facts import Rounds, Verification
 
 __all__ = [
     "BASE_DIMENSIONS",
@@ -318,7 +318,7 @@ def compare_runs(
     changes = []
     for r in candidate:
         base = before.get(r.spec)
-        if base is None or r.verification is not None:  # a verify run is not a timing
+        if base is None or r.facts.get(Verification) is not None:  # a verify run is not a timing
             continue
         if r.measurement is None:
             changes.append(Change(r.spec, base, r, None, True))

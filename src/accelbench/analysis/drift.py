@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from ..analysis.facts import DECISIVE_MARGIN
 from ..workloads import Workload
+from .facts import DECISIVE_MARGIN
 
 __all__ = [
     "DECISIVE_MARGIN",

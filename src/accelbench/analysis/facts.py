@@ -255,3 +255,55 @@ TENSORS_ONLY = scalar(MEMORY_TENSORS_ONLY, bool, False)
 CHANNELS_LAST = scalar(CHANNELS_LAST_APPLIES, bool | None, None)
 PREFILL_FLOPS = scalar(PREFILL_FLOPS_PER_SEQUENCE, float | None, None)
 DECODE_FLOPS = scalar(DECODE_FLOPS_PER_SEQUENCE, float | None, None)
+VERIFY = "verify"
+
+
+@dataclass(frozen=True)
+class PairedInterval:
+    """Verify's paired 95% interval of a run's accuracy difference, in points."""
+
+    ci95_low_points: float
+    ci95_high_points: float
+
+
+@fact(VERIFY)
+@dataclass(frozen=True)
+class Verification(Fact):
+    """What `accelbench verify` recorded (`verify`); such results carry no measurement.
+
+    Losses are mean training losses per epoch (None where not finite); accuracies are held-out
+    shares; deviations are fractions of the CPU fp32 baseline's first-epoch loss.
+    """
+
+    verdict: str = ""  # "baseline", "ok", "diverges", "inconclusive", or a failed run's status
+    reasons: tuple[str, ...] = ()
+    inconclusive_because: str = ""
+    loss_curve: tuple[float | None, ...] | None = None  # None: the run did not train
+    accuracy: float | None = None
+    is_baseline: bool = False
+    accuracy_diff_points: float | None = None  # against the baseline, percentage points
+    # the paired 95% interval of that difference, points, and its sentence against the tolerance
+    paired: PairedInterval | None = None
+    accuracy_note: str = ""
+    held_out_correct: str = ""  # per held-out image, in order: "1" right, "0" wrong
+    max_loss_deviation: float | None = None
+    final_loss_deviation: float | None = None
+    data: str = ""  # the data set, described
+    optimizer: str = ""
+    epochs: int | None = None
+    lr: float | None = None
+    tolerance_points: float = 0.0  # accuracy points a run may differ by
+    loss_tolerance: float = 0.0  # final loss deviation a run may have
+    seed: int | None = None
+
+    @property
+    def accuracy_ci_points(self) -> tuple[float, float] | None:
+        """The paired interval, points; None before verify recorded one."""
+        found = self.paired
+        return None if found is None else (found.ci95_low_points, found.ci95_high_points)
+
+
+# Processes the model's code left running once its worker had ended, stopped by engine/reaper
+# ("pid 4242 python3"), over every process of the configuration.
+LEFT_RUNNING = "left_running"
+LEFT = scalar(LEFT_RUNNING, tuple[str, ...], ())

@@ -13,7 +13,20 @@ from typing import Any
 
 import torch
 
-from ..analysis.facts import (
+from ..analysis.verdict import VERDICT
+from ..core import metrics as keys
+from ..core.levels import log_interval
+from ..core.peaks import PeakFigures
+from ..core.result import Result, RunSpec
+from ..core.stats import Measurement
+from ..core.vocab import GENERATE
+from ..devices import HOST_DEVICE, Device
+from ..devices.peaks import known_peaks
+from ..devices.state import PROBE_MACHINE_STATE, MachineState
+from ..workloads import Workload
+from ..workloads.base import channels_last_refusal
+from ..workloads.llm import LanguageModel
+from .facts import (
     ACHIEVED_FLOPS,
     CHANNELS_LAST_APPLIES,
     DECODE_FLOPS_PER_SEQUENCE,
@@ -28,19 +41,6 @@ from ..analysis.facts import (
     Probe,
     Pruning,
 )
-from ..analysis.verdict import VERDICT
-from ..core import metrics as keys
-from ..core.levels import log_interval
-from ..core.peaks import PeakFigures
-from ..core.result import Result, RunSpec
-from ..core.stats import Measurement
-from ..core.vocab import GENERATE
-from ..devices import HOST_DEVICE, Device
-from ..devices.peaks import known_peaks
-from ..devices.state import PROBE_MACHINE_STATE, MachineState
-from ..workloads import Workload
-from ..workloads.base import channels_last_refusal
-from ..workloads.llm import LanguageModel
 from .trust import machine_caveats
 from .verdict import Timing, judge
 

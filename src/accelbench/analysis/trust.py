@@ -19,11 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from ..analysis.facts import OPTIMIZE_POLICY, Rounds
-from ..core.metrics import LEFT_RUNNING
 from ..core.result import Result
 from ..core.stats import NOISY_CI_FRACTION
 from ..devices.state import MachineState
+from .facts import LEFT_RUNNING, OPTIMIZE_POLICY, Rounds
 
 __all__ = ["Caveat", "Trust", "assess", "machine_caveats", "trust_of", "with_trust"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from ..analysis.facts import Verification
 from ..core.vocab import PRECISIONS
 from ..errors import UsageError
 from .options import (
@@ -135,7 +136,7 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _verdict(result: Result) -> str:
-    verification = result.verification
+    verification = result.facts.get(Verification)
     return verification.verdict if verification else ""
 
 

@@ -9,9 +9,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from . import metrics as keys
 from .facts import Facts
-from .metrics import Verification, check_metrics
+from .metrics import check_metrics
 from .stats import Measurement
 from .vocab import MODES, PRECISIONS, STATUSES, TORCH
 
@@ -139,11 +138,6 @@ class Result:
     def facts(self) -> Facts:
         """The metrics read typed (`result.facts.get(Power)`)."""
         return Facts(self.metrics)
-
-    @property
-    def verification(self) -> Verification | None:
-        """What `accelbench verify` recorded, for its results (which carry no measurement)."""
-        return self.facts.get(keys.Verification)
 
     @property
     def samples_per_block(self) -> int:

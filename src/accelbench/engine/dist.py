@@ -17,9 +17,9 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core import metrics as keys
 from ..core.result import Result, RunSpec
 from ..workloads import WorkloadRef
+from .facts import RANKS, WORLD_SIZE
 from .measure import StopRule
 
 __all__ = ["Launch", "run_data_parallel"]
@@ -96,9 +96,7 @@ def _rank_main(spec: RunSpec, ref: WorkloadRef, stop: StopRule, timeout: float) 
         dist.destroy_process_group()
     if int(os.environ["RANK"]) != 0:
         return None
-    return replace(
-        result, metrics={**result.metrics, keys.RANKS: gathered, keys.WORLD_SIZE: len(gathered)}
-    )
+    return replace(result, metrics={**result.metrics, RANKS: gathered, WORLD_SIZE: len(gathered)})
 
 
 def _rank_figures(result: Result, device: str) -> dict[str, Any]:

@@ -16,9 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..core import metrics as keys
 from ..core.result import Result, RunSpec
 from ..devices.kinds import mentions_out_of_memory
+from .facts import (
+    MAX_BATCH,
+    MAX_BATCH_LIMIT_REACHED,
+    MAX_BATCH_PROBES,
+    MAX_BATCH_STOPPED_BY,
+)
 from .measure import StopRule
 
 __all__ = ["MaxBatch", "PROBE_STOP", "find_max_batch", "out_of_memory"]
@@ -46,10 +51,10 @@ class MaxBatch:
 
     def to_metrics(self) -> dict[str, object]:
         return {
-            keys.MAX_BATCH: self.largest.spec.batch_size if self.largest else 0,
-            keys.MAX_BATCH_PROBES: [list(p) for p in self.probes],
-            keys.MAX_BATCH_LIMIT_REACHED: self.limit_reached,
-            keys.MAX_BATCH_STOPPED_BY: self.stopped_by,
+            MAX_BATCH: self.largest.spec.batch_size if self.largest else 0,
+            MAX_BATCH_PROBES: [list(p) for p in self.probes],
+            MAX_BATCH_LIMIT_REACHED: self.limit_reached,
+            MAX_BATCH_STOPPED_BY: self.stopped_by,
         }
 
 

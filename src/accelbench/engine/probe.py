@@ -19,13 +19,13 @@ from typing import Any
 
 from ..analysis.facts import Probe
 from ..backends import Runnable, build
-from ..core import metrics as keys
 from ..core.stats import median_ci
 from ..devices import Device
 from ..devices.state import PROBE_MACHINE_STATE
 from ..errors import one_line
 from ..levers import warmup_needed
 from ..workloads import Workload
+from .facts import PROBE_ERROR
 from .measure import StopRule, time_blocks
 from .rounds import Round
 
@@ -57,7 +57,7 @@ def paired_probe(
         with device.state_meter() as meter:  # a busy machine can fake a ratio (issue 27)
             pairs = _pairs(main, probe, main_step_s, rule)
     except Exception as exc:  # the main result stands; say why there is no verdict input
-        return {keys.PROBE_ERROR: one_line(exc)}
+        return {PROBE_ERROR: one_line(exc)}
     state = meter.state.to_metrics(PROBE_MACHINE_STATE) if meter.state else {}
     ratios = [m / p for m, p in pairs]
     step = statistics.median(p for _, p in pairs)

@@ -34,6 +34,7 @@ from ..core.explanation import ProfileRequest, SyncPoint
 from ..devices import Device
 from ..errors import one_line
 from ..levers import find_lever
+from .facts import EXPLAIN_ERROR
 
 __all__ = ["explain_steps", "fallback_warnings"]
 
@@ -68,7 +69,7 @@ def explain_steps(
     """The explanation's metrics (or the reason there is none); the measurement stands."""
     reason = not_profiled(prep.spec)
     if reason:
-        return {keys.EXPLAIN_ERROR: reason}
+        return {EXPLAIN_ERROR: reason}
     try:
         steps = request.steps or _steps(measured_step_s)
         profile = _profile(prep, device, steps, request.trace)
@@ -76,7 +77,7 @@ def explain_steps(
         fallen = [f"{name} (CPU fallback)" for name in dict.fromkeys(fallbacks)]
         found = explain(profile, measured_step_s, syncs, [*cpu_ops, *fallen], notes)
     except Exception as exc:  # the measurement stands; say why there is no explanation
-        return {keys.EXPLAIN_ERROR: f"profiling failed: {one_line(exc)}"}
+        return {EXPLAIN_ERROR: f"profiling failed: {one_line(exc)}"}
     if request.trace:
         found = replace(found, trace=request.trace)
     return {keys.EXPLAIN: found.to_record()}

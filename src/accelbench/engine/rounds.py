@@ -25,14 +25,13 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..analysis.facts import GENERATION, Generation, Probe, Rounds
-from ..core import metrics as keys
+from ..analysis.facts import GENERATION, LEFT_RUNNING, Generation, Probe, Rounds
 from ..core.levels import RoundPolicy
-from ..core.metrics import OWN_STEPS, Latency, Overhead
 from ..core.result import Result
 from ..core.stats import Measurement, summarize
 from ..devices.power import JOULES_PER_SAMPLE, POWER, SAMPLES_PER_S_PER_WATT
 from ..devices.state import MACHINE_STATE, PROBE_MACHINE_STATE, MachineState
+from .facts import CPU_FALLBACK_OPS, OWN_STEPS, RANKS, Latency, Overhead
 from .measure import StopRule
 
 __all__ = [
@@ -149,7 +148,7 @@ def _failed(previous: Result, latest: Result, facts: Rounds) -> Result:
     metrics = {
         **_overhead(previous.metrics, latest.metrics),
         **rounds.to_metrics(),
-        **_joined(previous.metrics, latest.metrics, keys.LEFT_RUNNING),
+        **_joined(previous.metrics, latest.metrics, LEFT_RUNNING),
     }
     return replace(previous, metrics=metrics)
 
@@ -185,12 +184,12 @@ def _combined(
     out.update(_power(before, latest, measured, first))
     if GENERATION in before and GENERATION in latest:
         out[GENERATION] = _generations(before[GENERATION], latest[GENERATION])
-    if isinstance(before.get(keys.RANKS), list) and isinstance(latest.get(keys.RANKS), list):
-        out[keys.RANKS] = _ranks(before[keys.RANKS], latest[keys.RANKS])
+    if isinstance(before.get(RANKS), list) and isinstance(latest.get(RANKS), list):
+        out[RANKS] = _ranks(before[RANKS], latest[RANKS])
     latency = Latency.from_metrics(before)
     if latency is not None and latency.source == OWN_STEPS and measured.repeat == 1:
         out.update(Latency.from_steps(measured.samples, OWN_STEPS).to_metrics())
-    for key in (keys.CPU_FALLBACK_OPS, keys.LEFT_RUNNING):
+    for key in (CPU_FALLBACK_OPS, LEFT_RUNNING):
         out.update(_joined(before, latest, key))
     return out
 

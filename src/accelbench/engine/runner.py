@@ -13,9 +13,7 @@ from ..analysis.facts import DRIFT, GENERATION, MEMORY_TENSORS_ONLY
 from ..analysis.metrics import model_facts
 from ..backends import Runnable, block_function, build, checks_drift, unsupported
 from ..backends.base import backend_for
-from ..core import metrics as keys
 from ..core.explanation import ProfileRequest
-from ..core.metrics import OWN_STEPS, P99_MIN_SAMPLES, Latency, Overhead
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
 from ..core.vocab import BACKENDS, GENERATE, MODES, PRECISIONS
@@ -33,6 +31,17 @@ from ..devices.power import (
 from ..errors import UsageError, one_line
 from ..levers import Prepared, find_lever, refused_by_model, spec_with, warmup_needed
 from ..workloads import Workload
+from .facts import (
+    CPU_FALLBACK_OPS,
+    LATENCY_ERROR,
+    MODEL_OUTPUT,
+    OWN_STEPS,
+    P99_MIN_SAMPLES,
+    PARAMETERS,
+    SETUP_S,
+    Latency,
+    Overhead,
+)
 from .measure import StopRule, measure
 from .probe import paired_probe
 from .profile import explain_steps, fallback_warnings
@@ -153,7 +162,7 @@ def run_config(
         return replace(base, status=status, error=one_line(exc))
     # The measurement stands whatever happens below: derived figures only add to it.
     phases = _phases(timed, probe_s, latency_s, count_s)
-    said = {keys.MODEL_OUTPUT: workload.output_note} if workload.output_note else {}
+    said = {MODEL_OUTPUT: workload.output_note} if workload.output_note else {}
     return _measured(base, timed, {**probed, **latencies, **facts, **said}, phases)
 
 
@@ -164,7 +173,7 @@ def _parameters(prep: Runnable) -> dict[str, Any]:
     model = getattr(prep, "model", None)
     if not isinstance(model, torch.nn.Module):
         return {}
-    return {keys.PARAMETERS: sum(p.numel() for p in model.parameters())}
+    return {PARAMETERS: sum(p.numel() for p in model.parameters())}
 
 
 def _measured(
@@ -172,7 +181,7 @@ def _measured(
 ) -> Result:
     """The configuration's result: its measurement, and what was recorded beside it."""
     metrics = {
-        keys.SETUP_S: timed.setup_s,
+        SETUP_S: timed.setup_s,
         **_power(timed.meter, timed.measurement, base.spec),
         **after,
         **timed.recorded,
@@ -264,7 +273,7 @@ def _time(
     memory = _sampled(prep.peak_memory(), sampler)  # before the drift check builds more
     recorded = {**prep.info, **state.to_metrics(), **_parameters(prep)}
     if watch:
-        recorded[keys.CPU_FALLBACK_OPS] = list(dict.fromkeys(fallbacks))
+        recorded[CPU_FALLBACK_OPS] = list(dict.fromkeys(fallbacks))
     if GENERATION in recorded:  # every generation's phases, logged: keep the timed ones'
         recorded[GENERATION] = recorded[GENERATION].summary(measurement, spec.steps_per_block)
     profile_s = None
@@ -355,7 +364,7 @@ def _latency(
         prep = build(single, workload, device)
         steps = measure(block_function(prep), prep.timer, LATENCY_STOP).samples
     except Exception as exc:  # the main result stands; say why there is no latency
-        return {keys.LATENCY_ERROR: one_line(exc)}
+        return {LATENCY_ERROR: one_line(exc)}
     return Latency.from_steps(steps, "each timed alone, after the main samples").to_metrics()
 
 

@@ -32,14 +32,15 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..analysis.facts import LEFT_RUNNING
 from ..core.explanation import ProfileRequest
-from ..core.metrics import LEFT_RUNNING, Overhead
 from ..core.result import Result, RunSpec
 from ..errors import UsageError, WorkloadError
 from ..levers import NO_ENTRY_POINTS, PLUGINS
 from ..workloads import Workload, WorkloadRef, load_workload
 from ..workloads.described import WorkloadFacts, described
 from .dist import Launch
+from .facts import Overhead
 from .measure import StopRule
 from .reaper import Reaper
 from .rounds import Round

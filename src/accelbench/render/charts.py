@@ -16,10 +16,10 @@ from .. import levers
 from ..analysis.facts import Drift
 from ..core import metrics as keys
 from ..core.explanation import CATEGORIES
-from ..core.metrics import OptimizeTag
 from ..core.result import Result, machine_of
 from ..errors import require
 from ..levers import label
+from ..workflows.facts import OptimizeTag
 from .text import inert
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ def ladder_chart(results: Sequence[Result]) -> bytes | None:
     ratios: dict[int, tuple[float, float, float]] = {}
     drawn = []
     for r in ok:
-        if r.facts.get(keys.OptimizeTag) is not None:
+        if r.facts.get(OptimizeTag) is not None:
             continue  # drawn with its drift by optimize_chart
         base = by_spec.get((machine_of(r.environment), r.sweep, levers.eager(r.spec)))
         if base is None or base.spec == r.spec or base.measurement is None:
@@ -247,7 +247,7 @@ def optimize_chart(results: Sequence[Result]) -> bytes | None:
     variants whose drift breaks the ladder's tolerance are drawn in red."""
     ladders: dict[str, list[Result]] = {}
     for r in reversed(_ok(results)):  # oldest first: the ladder's own order
-        if r.facts.get(keys.OptimizeTag) is not None:
+        if r.facts.get(OptimizeTag) is not None:
             ladders.setdefault(r.sweep, []).append(r)
     ladders = {k: v for k, v in ladders.items() if _baseline(v) is not None}
     ladders = dict(list(ladders.items())[-LADDERS:])  # the newest searches
@@ -268,7 +268,7 @@ def optimize_chart(results: Sequence[Result]) -> bytes | None:
 
 def _tag(r: Result) -> OptimizeTag:
     """The ladder's tag on one of its results (the caller picked tagged results only)."""
-    tag = r.facts.get(keys.OptimizeTag)
+    tag = r.facts.get(OptimizeTag)
     assert tag is not None
     return tag
 

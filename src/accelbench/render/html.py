@@ -22,9 +22,9 @@ from ..analysis.compare import DEVICE, Speedup, compare
 from ..analysis.trust import trust_of
 from ..analysis.verdict import Bottleneck
 from ..core import metrics as keys
-from ..core.metrics import P99_MIN_SAMPLES
 from ..core.result import Result, machine_of, utc_now
 from ..core.version import __version__
+from ..engine.facts import P99_MIN_SAMPLES
 from ..levers import label
 from . import charts
 from .console.explain import explanation_lines

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from ..analysis.compare import DEVICE, compare
 from ..core import metrics as keys
-from ..core.metrics import P99_MIN_SAMPLES
 from ..core.result import Result
+from ..engine.facts import P99_MIN_SAMPLES
 from ..levers import label
 from .console.explain import explanation_lines
 from .rows import (

@@ -31,10 +31,9 @@ from typing import Any
 from ..analysis.facts import Flops, Generation
 from ..analysis.trust import trust_of
 from ..analysis.verdict import Bottleneck
-from ..core import metrics as keys
-from ..core.metrics import percentiles
 from ..core.result import Result, machine_of
 from ..devices.power import Power
+from ..engine.facts import PARAMETER_COUNT, Latency, percentiles
 from ..levers import spec_json
 
 __all__ = ["CSV_FIGURES", "results_csv"]
@@ -113,7 +112,7 @@ def _figures(r: Result) -> dict[str, Any]:
         "peak_memory_meaning": r.peak_memory_meaning if r.peak_memory is not None else "",
         **_latency(r),
         **_generation(r),
-        "parameters": facts.get(keys.PARAMETER_COUNT),
+        "parameters": facts.get(PARAMETER_COUNT),
         "flops_per_sample": flops.per_sample,
         "achieved_flops_per_s": flops.achieved,
         "mfu": flops.mfu,
@@ -152,7 +151,7 @@ def _timing(r: Result) -> dict[str, Any]:
 
 
 def _latency(r: Result) -> dict[str, Any]:
-    found = r.facts.get(keys.Latency)
+    found = r.facts.get(Latency)
     if found is None:
         return {}
     return {

@@ -8,13 +8,13 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..analysis.compare import Row, Speedup, speedup
-from ..analysis.facts import Drift
+from ..analysis.facts import Drift, Verification
 from ..analysis.trust import trust_of
-from ..core import metrics as keys
-from ..core.metrics import P99_MIN_SAMPLES, Latency
 from ..core.result import Result, machine_of
 from ..core.vocab import GENERATE
+from ..engine.facts import P99_MIN_SAMPLES, Latency
 from ..levers import label
+from ..workflows.facts import OptimizeTag
 from .text import format_seconds, interval, number
 
 __all__ = [
@@ -109,7 +109,7 @@ def latency_percentiles(found: Latency) -> tuple[str, str, str]:
 
 def latency_cell(r: Result) -> str:
     """The batch-1 latency as "p50 / p90 / p99", or "—" where none was taken (training...)."""
-    found = r.facts.get(keys.Latency)
+    found = r.facts.get(Latency)
     return " / ".join(latency_percentiles(found)) if found else "—"
 
 
@@ -175,12 +175,12 @@ def refusal(r: Result, results: Sequence[Result]) -> str:
     """Why `accelbench optimize` refused this variant (its outputs drift past the search's
     tolerance, stored with the search's fp32 eager), or "": the fastest of a workload may be
     one a search would not recommend, and a reader must know before taking it."""
-    tag = r.facts.get(keys.OptimizeTag)
+    tag = r.facts.get(OptimizeTag)
     if tag is None:
         return ""
     from ..workflows.optimize import BASELINE, Tolerance  # here: the workflow imports torch
 
-    tags = ((x, x.facts.get(keys.OptimizeTag)) for x in results if x.sweep == r.sweep)
+    tags = ((x, x.facts.get(OptimizeTag)) for x in results if x.sweep == r.sweep)
     stored = next((t.tolerance for x, t in tags if t and t.variant == BASELINE), None)
     if tag.variant == BASELINE or not stored:
         return ""
@@ -201,4 +201,4 @@ def device_namer(results: Sequence[Result]) -> Callable[[Result], str]:
 def failures(results: Sequence[Result]) -> list[Result]:
     """Results that failed or were unsupported. Verify results carry no measurement either,
     but they are not failures of a benchmark."""
-    return [r for r in results if r.measurement is None and r.facts.get(keys.Verification) is None]
+    return [r for r in results if r.measurement is None and r.facts.get(Verification) is None]

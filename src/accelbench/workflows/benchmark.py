@@ -29,6 +29,12 @@ from ..devices import Device, resolve_devices
 from ..devices.fingerprint import fingerprint
 from ..devices.processes import identity, running
 from ..engine.dist import Launch
+from ..engine.facts import (
+    DEVICE_MEMORY,
+    SCALING_EFFICIENCY,
+    SCALING_UNAVAILABLE,
+    SINGLE_PROCESS_SAMPLES_PER_S,
+)
 from ..engine.rounds import (
     Round,
     first_rounds,
@@ -451,7 +457,7 @@ def benchmark(
     without, they are only returned. With `profile`, each configuration's step is profiled
     after its samples (`result.facts.get(keys.Explanation)`). With `latency`, each single-process
     inference configuration is timed at batch 1 too, one step a sample
-    (`result.facts.get(keys.Latency)`: p50, p90, p99)."""
+    (`result.facts.get(Latency)`: p50, p90, p99)."""
     refs = [workload] if isinstance(workload, (str, WorkloadRef)) else list(workload)
     request = BenchmarkRequest(
         workloads=tuple(r if isinstance(r, WorkloadRef) else WorkloadRef(r) for r in refs),
@@ -507,12 +513,12 @@ def _with_scaling(result: Result, singles: dict[RunSpec, Result]) -> Result:
     single = singles.get(find_lever("processes").assign(result.spec, 1))
     if single is None or single.samples_per_second is None:
         extra: dict[str, object] = {
-            keys.SCALING_UNAVAILABLE: "the single-process run of this configuration is missing"
+            SCALING_UNAVAILABLE: "the single-process run of this configuration is missing"
         }
     else:
         extra = {
-            keys.SINGLE_PROCESS_SAMPLES_PER_S: single.samples_per_second,
-            keys.SCALING_EFFICIENCY: aggregate / (n * single.samples_per_second),
+            SINGLE_PROCESS_SAMPLES_PER_S: single.samples_per_second,
+            SCALING_EFFICIENCY: aggregate / (n * single.samples_per_second),
         }
     return replace(result, metrics={**result.metrics, **extra})
 
@@ -528,7 +534,7 @@ def _search_max_batch(plan: Plan, config: Config, on_block: Callable[[int, float
         lambda spec: _run_one(plan, replace(probe, spec=spec), None, on_block),
         swap_limit=device.swap_limit,  # MPS: recommended_max_memory(), past which it swaps
     )
-    metrics = {**found.to_metrics(), keys.DEVICE_MEMORY: device.total_memory}
+    metrics = {**found.to_metrics(), DEVICE_MEMORY: device.total_memory}
     if found.largest is None:
         error = found.stopped_by or "not even a batch of 1 fits in memory"
         return Result(

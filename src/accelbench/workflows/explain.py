@@ -11,6 +11,7 @@ from pathlib import Path
 from ..core import metrics as keys
 from ..core.explanation import Explanation, ProfileRequest
 from ..core.result import Result, Value
+from ..engine.facts import EXPLAIN_FAILURE
 from ..errors import AccelbenchError, UsageError
 from ..workloads import WorkloadRef
 from .benchmark import BenchmarkRequest, Plan, plan, run_stored
@@ -36,7 +37,7 @@ def explained(result: Result) -> Explanation:
         raise AccelbenchError(f"{result.spec.workload}: {result.status}: {result.error}")
     found = result.facts.get(keys.Explanation)
     if found is None:
-        raise AccelbenchError(result.facts.get(keys.EXPLAIN_FAILURE) or "the step was not profiled")
+        raise AccelbenchError(result.facts.get(EXPLAIN_FAILURE) or "the step was not profiled")
     return found
 
 

@@ -17,7 +17,6 @@ from ..analysis.facts import OPTIMIZE_POLICY, Rounds
 from ..analysis.metrics import Analyzer
 from ..analysis.trust import with_trust
 from ..backends import unsupported
-from ..core.metrics import OptimizeTag
 from ..core.result import Result, RunSpec
 from ..core.vocab import GENERATE
 from ..devices import Device, pick_device, resolve_devices
@@ -34,6 +33,7 @@ from ..store.db import Store
 from ..workloads import Workload, WorkloadRef
 from ..workloads.llm import LanguageModel
 from .benchmark import open_store
+from .facts import OptimizeTag
 from .optimize import (
     Assessment,
     Rung,

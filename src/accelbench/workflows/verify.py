@@ -28,10 +28,10 @@ rounding of one precision sends training down another path) more than by device,
 with an untrained model proves nothing.
 
 Results are stored as ordinary results (mode "train", backend "torch") that carry no
-measurement and a verify record in their metrics (under `core.metrics.VERIFY`), which marks
-them as verify runs; `Result.verification` reads it. That needs no schema change: throughput
-comparisons and charts already skip results without a measurement, and the result list and
-reports tell verify results from failures by that key.
+measurement and a verify record in their metrics (under `analysis.facts.VERIFY`), which marks
+them as verify runs; `result.facts.get(Verification)` reads it. That needs no schema change:
+throughput comparisons and charts already skip results without a measurement, and the result
+list and reports tell verify results from failures by that key.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ..analysis.facts import VERIFY, Verification
 from ..analysis.paired import UNDETERMINED, WITHIN, WORSE, paired_accuracy
 from ..backends.pytorch import build_torch, train_function
-from ..core.metrics import VERIFY, Verification
 from ..core.result import Result, RunSpec
 from ..devices import BASELINE_DEVICE, HOST_DEVICE, OUT_OF_MEMORY, Device, find_device
 from ..devices.fingerprint import fingerprint
@@ -302,7 +302,7 @@ def judge_against_baseline(result: Result, baseline: Result, settings: Settings)
     from chance; with "accuracy_note"), diverges (with "reasons"), inconclusive (with
     "inconclusive_because" and any "reasons" found anyway), or the status of a failed run."""
     facts = {**result.metrics[VERIFY], "is_baseline": result is baseline}  # the record, updated
-    own = result.verification
+    own = result.facts.get(Verification)
     if result.status != "ok" or own is None:
         facts["verdict"] = result.status
         return replace(result, metrics={**result.metrics, VERIFY: facts})
@@ -332,7 +332,7 @@ def judge_against_baseline(result: Result, baseline: Result, settings: Settings)
 
 def _baseline_problem(baseline: Result) -> str | None:
     """Why the baseline cannot be compared against, or None."""
-    base = baseline.verification
+    base = baseline.facts.get(Verification)
     if baseline.status != "ok" or base is None:
         return f"no baseline: CPU fp32 ended with {baseline.status}: {baseline.error}"
     if base.loss_curve is None or None in base.loss_curve:
@@ -366,7 +366,7 @@ def _deviations(own: Verification, baseline: Result, settings: Settings) -> dict
     """Accuracy in points, its paired comparison and loss deviations (fractions of the
     baseline's first-epoch loss) against the baseline, as the verify record stores them; empty
     when either curve is missing or not finite."""
-    base = baseline.verification
+    base = baseline.facts.get(Verification)
     if baseline.status != "ok" or base is None:
         return {}
     curve, base_curve = own.loss_curve, base.loss_curve

@@ -11,6 +11,7 @@ from ...analysis.verdict import Bottleneck
 from ...core import metrics as keys
 from ...core.explanation import IDLE, Explanation
 from ...core.result import Result
+from ...engine.facts import EXPLAIN_FAILURE
 from ...levers import label
 from ..text import format_seconds, inert
 
@@ -36,7 +37,7 @@ def explanation_lines(r: Result, verdict: bool = True) -> list[str]:
     """The explanation's lines, without a heading; [] when the result was not profiled."""
     found = r.facts.get(keys.Explanation)
     if found is None:
-        reason = r.facts.get(keys.EXPLAIN_FAILURE)
+        reason = r.facts.get(EXPLAIN_FAILURE)
         return [f"not profiled: {reason}"] if reason else []
     bottleneck = r.facts.get(Bottleneck) if verdict else None
     return [

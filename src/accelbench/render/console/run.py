@@ -7,11 +7,11 @@ from dataclasses import replace
 
 from ...analysis.facts import Flops, Generation
 from ...analysis.trust import trust_of
-from ...core import metrics as keys
 from ...core.result import Result
 from ...core.vocab import GENERATE
 from ...devices.kinds import BASELINE_DEVICE, is_baseline
 from ...devices.power import POWER_MISSING
+from ...engine.facts import FALLBACK_OPS, LATENCY_FAILURE, Latency
 from ...levers import label
 from ..rows import latency_percentiles
 from ..text import format_bytes, format_seconds, interval, number
@@ -79,7 +79,7 @@ def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
 
 def _configuration(r: Result) -> str:
     """The row's label, flagged where operators fell back to the CPU (the notes name them)."""
-    flag = " (partly on the CPU)" if r.facts.get(keys.FALLBACK_OPS) else ""
+    flag = " (partly on the CPU)" if r.facts.get(FALLBACK_OPS) else ""
     return label(r.spec) + flag
 
 
@@ -95,9 +95,9 @@ def _device_notes(r: Result) -> list[str]:
 def _latency_notes(r: Result) -> list[str]:
     """The per-request latency at batch 1 (too wide a figure for a column of this table)."""
     facts = r.facts
-    if facts.get(keys.LATENCY_FAILURE):
-        return [f"no latency at batch 1: {facts.get(keys.LATENCY_FAILURE)}"]
-    found = facts.get(keys.Latency)
+    if facts.get(LATENCY_FAILURE):
+        return [f"no latency at batch 1: {facts.get(LATENCY_FAILURE)}"]
+    found = facts.get(Latency)
     if found is None:
         return []
     p50, p90, p99 = latency_percentiles(found)

@@ -7,16 +7,18 @@ from collections.abc import Sequence
 from ...analysis.facts import Drift, Flops, Generation
 from ...analysis.verdict import Bottleneck, decode_verdict
 from ...core import metrics as keys
-from ...core.metrics import (
+from ...core.metrics import CoreMLFacts, OnnxRuntimeFacts
+from ...core.result import Result
+from ...devices.power import Power
+from ...engine.facts import (
+    FALLBACK_OPS,
+    OUTPUT_USED,
     P99_MIN_SAMPLES,
-    CoreMLFacts,
+    PROBE_FAILURE,
     MaxBatchSearch,
-    OnnxRuntimeFacts,
     Parallel,
     percentiles,
 )
-from ...core.result import Result
-from ...devices.power import Power
 from ..text import format_bytes, format_seconds, number
 
 __all__ = [
@@ -34,22 +36,20 @@ def derived_notes(r: Result) -> list[str]:
     metrics = r.facts
     bottleneck, flops = metrics.get(Bottleneck), metrics.get_or_default(Flops)
     notes = [bottleneck.explanation] if bottleneck else []
-    if metrics.get(keys.OUTPUT_USED):
-        notes.append(f"your model's forward: {metrics.get(keys.OUTPUT_USED)}")
+    if metrics.get(OUTPUT_USED):
+        notes.append(f"your model's forward: {metrics.get(OUTPUT_USED)}")
     if generation := metrics.get(Generation):
         notes += generation_notes(generation)
     if power := metrics.get(Power):
         notes += _power_notes(power)
     if flops.peak is not None:
         notes.append(f"MFU against {number(flops.peak / 1e12)} TFLOP/s ({flops.peak_source})")
-    if parallel := metrics.get(keys.Parallel):
+    if parallel := metrics.get(Parallel):
         notes.append(_parallel_note(parallel, r.samples_per_second or 0))
-    if max_batch := metrics.get(keys.MaxBatchSearch):
+    if max_batch := metrics.get(MaxBatchSearch):
         notes.append(_max_batch_note(max_batch))
-    if metrics.get(keys.PROBE_FAILURE):
-        notes.append(
-            f"no verdict: the smaller-batch probe failed: {metrics.get(keys.PROBE_FAILURE)}"
-        )
+    if metrics.get(PROBE_FAILURE):
+        notes.append(f"no verdict: the smaller-batch probe failed: {metrics.get(PROBE_FAILURE)}")
     if drift := metrics.get(Drift):
         notes.append(drift_note(drift))
     if ort := metrics.get(keys.OnnxRuntimeFacts):
@@ -57,7 +57,7 @@ def derived_notes(r: Result) -> list[str]:
             f"onnxruntime {ort.version}, providers {', '.join(ort.providers)}; "
             f"timed: {ort.timing}" + _caveat(ort)
         )
-    if fallen := metrics.get(keys.FALLBACK_OPS):
+    if fallen := metrics.get(FALLBACK_OPS):
         notes.append(
             f"partly on the CPU: {', '.join(fallen)} fell back to the CPU "
             "(PYTORCH_ENABLE_MPS_FALLBACK=1): the figures are partly the CPU's"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...analysis.compare import DEVICE, FASTEST, MIN_SAMPLES, Change, Comparison
-from ...core import metrics as keys
+from ...analysis.facts import Verification
 from ...core.levels import MIN_PROCESSES
 from ...core.result import Result
 from ...levers import CONFIGURATION, label
@@ -44,7 +44,7 @@ def results_table(results: Sequence[Result], width: int = 120) -> str:
 def _status(r: Result) -> str:
     """A stored result's status; a verify result's verdict and accuracy with it."""
     status = r.status if r.status == "ok" else f"{r.status}: {r.error}"
-    facts = r.facts.get(keys.Verification)
+    facts = r.facts.get(Verification)
     if facts is None:
         return status
     if r.status != "ok":

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...core import metrics as keys
-from ...core.metrics import Verification
+from ...analysis.facts import Verification
 from ...core.result import Result
 from .table import new_table, render_table
 
@@ -29,7 +28,7 @@ def verify_table(results: Sequence[Result], notes: Sequence[str] = (), width: in
     table.columns[-1].justify = "left"  # the verdict is words
     curves, said = [], list(notes)
     for r in results:
-        facts = r.facts.get(keys.Verification) or Verification()
+        facts = r.facts.get(Verification) or Verification()
         table.add_row(r.spec.device, r.spec.precision, *_verify_cells(r, facts))
         if r.status == "ok" and facts.loss_curve is not None:
             curve = " ".join(map(_loss, facts.loss_curve))
@@ -59,7 +58,7 @@ def _verify_cells(r: Result, facts: Verification) -> list[str]:
 
 
 def _verify_legend(first: Result) -> str:
-    facts = first.facts.get(keys.Verification) or Verification()
+    facts = first.facts.get(Verification) or Verification()
     optimizer = f" with {facts.optimizer}" if facts.optimizer else ""
     epochs = "?" if facts.epochs is None else facts.epochs
     return (
