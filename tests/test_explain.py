@@ -19,8 +19,8 @@ from accelbench.analysis.explain import (
     category,
     explain,
 )
+from accelbench.analysis.explanation import IDLE, Explanation
 from accelbench.analysis.verdict import Timing, judge
-from accelbench.core.explanation import IDLE, Explanation
 from accelbench.engine.profile import _Watch, fallback_warnings
 from tests.conftest import run_cli
 

@@ -12,8 +12,7 @@ import torch
 from accelbench.analysis.bandwidth import kv_cache_bytes, mean_decode_length
 from accelbench.analysis.facts import Generation
 from accelbench.backends.generate import GenerationLog, Phases, generate_once
-from accelbench.core.facts import Facts
-from accelbench.core.metrics import check_metrics
+from accelbench.core.facts import Facts, check
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.engine.sweep import Sweep
@@ -113,7 +112,7 @@ def test_the_summary_keeps_the_timed_generations_and_its_arithmetic():
     assert found["kv_bytes_per_token"] == kv
     assert found["achieved_bandwidth"] == pytest.approx((1000 + kv) / 0.04)
     assert found["generated_tokens"] == 4
-    check_metrics({"generation": found})
+    check({"generation": found})
 
 
 def test_parameter_counts_match_the_built_models():
@@ -296,7 +295,7 @@ def test_a_compiled_decode_step_warms_up_two_generations_whoever_plans_it():
 def test_ttft_tpot_and_tokens_per_second_are_one_definition():
     """Issue 27 item 8: a generation with stalls (most steps 2 ms, some 35 ms) must not say
     "2 ms per token" beside a tokens/s that its median decode time gives."""
-    from accelbench.core.metrics import Generation
+    from accelbench.analysis.facts import Generation
     from accelbench.render.console.run_notes import generation_notes
 
     fast, stall = 0.002, 0.035

@@ -189,8 +189,8 @@ def test_a_record_from_before_the_spread_measure_still_reads_and_is_judged_as_th
 
 def test_a_stored_tolerance_without_the_generation_fields_reads():
     from accelbench.core.facts import Facts
-    from accelbench.core.metrics import OptimizeTag
     from accelbench.render.charts import _tolerance
+    from accelbench.workflows.facts import OptimizeTag
 
     stored = OptimizeTag("fp32 eager", {"max_rel_error": 0.1, "min_top1": 0.9}).to_metrics()
     # a result as charts reads it: only its tag matters here

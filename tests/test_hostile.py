@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from accelbench.analysis.compare import DEVICE, compare
-from accelbench.core.metrics import check_metrics
+from accelbench.core.facts import check
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.render import markdown_report, throughput_chart
@@ -180,7 +180,7 @@ def test_unparseable_json_is_one_line_and_writes_nothing(tmp_path, text):
 
 
 def test_check_metrics_takes_what_writers_write_and_names_what_it_refuses():
-    check_metrics(
+    check(
         {
             "mfu": 0.5,
             "verdict": {"kind": "compute-bound", "explanation": "x"},
@@ -197,9 +197,9 @@ def test_check_metrics_takes_what_writers_write_and_names_what_it_refuses():
         "ranks": [{"rank": 0, "device": "c", "it_per_s": 1, "peak_memory": "x"}],
     }
     with pytest.raises(ValueError, match="metrics.ranks"):
-        check_metrics(bad)
+        check(bad)
     with pytest.raises(ValueError, match="metrics.pruning.method is missing"):
-        check_metrics({"pruning": {"params_before": 1}})
+        check({"pruning": {"params_before": 1}})
 
 
 # --- the store ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from accelbench.core.metrics import check_metrics
+from accelbench.core.facts import check
 from accelbench.devices import resolve_devices
 from accelbench.engine import runner
 from accelbench.engine.facts import (
@@ -146,12 +146,12 @@ def test_fewer_than_100_steps_give_no_p99():
 
 def test_import_validation_takes_the_record_and_refuses_a_bad_one():
     record = Latency.from_steps([0.001, 0.002, 0.003], "test").to_metrics()
-    check_metrics(json.loads(json.dumps(record)))
+    check(json.loads(json.dumps(record)))
     bad = {LATENCY: {**record[LATENCY], "p50_s": "fast"}}
     with pytest.raises(ValueError, match="metrics.latency"):
-        check_metrics(bad)
+        check(bad)
     with pytest.raises(ValueError, match="metrics.latency_error"):
-        check_metrics({LATENCY_ERROR: 3})
+        check({LATENCY_ERROR: 3})
 
 
 def test_the_time_cap_stops_short_of_min_samples():

@@ -21,10 +21,9 @@ import torch
 
 import accelbench.backends.coreml as coreml
 import accelbench.devices.mps as mps
+from accelbench.analysis.facts import LOAD_S, CoreMLFacts
 from accelbench.backends import expand_backends
-from accelbench.core import metrics as keys
 from accelbench.core.facts import Facts
-from accelbench.core.metrics import LOAD_S
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.devices import HostTimer, resolve_devices
@@ -231,9 +230,9 @@ def test_the_views_read_what_the_writers_store():
         "aten::b",
     )
     with pytest.raises(ValueError, match="cpu_fallback_ops"):
-        from accelbench.core.metrics import check_metrics
+        from accelbench.core.facts import check
 
-        check_metrics({CPU_FALLBACK_OPS: "aten::a"})
+        check({CPU_FALLBACK_OPS: "aten::a"})
 
 
 # --- item 5: Core ML, with a fake coremltools --------------------------------------------
@@ -344,7 +343,7 @@ def test_core_ml_times_the_load_apart_and_warms_up_before_timing(fake_coreml):
 
 def test_core_ml_counts_the_compute_plan_operators_per_unit(fake_coreml):
     result = _coreml_run("coreml-all", precision="fp32")
-    facts = Facts(result.metrics).get(keys.CoreMLFacts)
+    facts = Facts(result.metrics).get(CoreMLFacts)
     assert facts is not None and facts.operators == 4  # the constant is left out
     assert facts.per_unit == {"GPU": 2, "CPU": 1, "undetermined": 1}
     text = run_tables([result], width=400)
@@ -354,7 +353,7 @@ def test_core_ml_counts_the_compute_plan_operators_per_unit(fake_coreml):
 
 def test_without_a_compute_plan_the_result_says_why(fake_coreml):
     del fake_coreml.models.compute_plan
-    facts = Facts(_coreml_run("coreml-cpu-only").metrics).get(keys.CoreMLFacts)
+    facts = Facts(_coreml_run("coreml-cpu-only").metrics).get(CoreMLFacts)
     assert facts is not None and facts.per_unit is None
     assert facts.plan_unavailable == "coremltools 9.0-fake has no compute plan"
 

@@ -15,8 +15,7 @@ from rich.console import Console
 from rich.progress import TimeRemainingColumn
 
 from accelbench.analysis.trust import machine_caveats
-from accelbench.core.facts import Facts
-from accelbench.core.metrics import check_metrics
+from accelbench.core.facts import Facts, check
 from accelbench.devices.state import MACHINE_STATE, HostReader, MachineState, NvmlState, StateMeter
 from accelbench.engine.track import progress_bar
 
@@ -173,11 +172,11 @@ def test_the_record_passes_import_validation_and_reads_back():
         other_cpu_busiest=("pid 812 python3: 0.40 cores",),
     )  # fmt: skip
     stored = json.loads(json.dumps(state.to_metrics()))  # as stored: tuples become lists
-    check_metrics(stored)
+    check(stored)
     assert Facts(stored).get(MachineState) == state
     bad = {MACHINE_STATE: {**state.to_metrics()[MACHINE_STATE], "cores": "two"}}
     try:
-        check_metrics(bad)
+        check(bad)
     except ValueError as err:
         assert "machine_state.cores" in str(err)
     else:

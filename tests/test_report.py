@@ -320,8 +320,9 @@ def test_a_report_of_many_results_is_bounded_and_says_what_it_left_out():
 def _cpu_only():
     """A machine with only a CPU: three batch sizes of one workload in one sweep, measured
     under load; the fastest ran twice before, elsewhere than its interval."""
+    from accelbench.analysis.facts import Rounds
     from accelbench.analysis.trust import with_trust
-    from accelbench.core.metrics import MachineState, Rounds
+    from accelbench.devices.state import MachineState
 
     busy = MachineState(seconds=5.0, cores=2, other_cpu_cores=1.2, load_average_1m=3.0)
 
@@ -374,8 +375,8 @@ def test_the_optimize_charts_titles_do_not_overlap():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from accelbench.core.metrics import OptimizeTag
     from accelbench.render.charts import _draw_ladder
+    from accelbench.workflows.facts import OptimizeTag
 
     def variant(name, seconds, precision="fp32", error=1e-7):
         tolerance = {"max_rel_error": 0.05, "min_top1": 0.95} if name == "fp32 eager" else None

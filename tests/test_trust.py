@@ -10,12 +10,12 @@ from dataclasses import replace
 
 import pytest
 
+from accelbench.analysis.explanation import EXPLAIN
 from accelbench.analysis.facts import Probe, Rounds
 from accelbench.analysis.metrics import Analyzer
 from accelbench.analysis.trust import Trust, assess, trust_of, with_trust
 from accelbench.analysis.verdict import Bottleneck
 from accelbench.cli.output import result_json
-from accelbench.core import metrics as keys
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.devices import resolve_devices
@@ -145,7 +145,7 @@ def test_a_stored_profile_of_the_same_configuration_is_the_verdicts_first_witnes
     probe = Probe(16, step, 18, steps=(step,) * 3, growth=(1.04, 1.05, 1.06)).to_metrics()
     profiled = {"activity": "cuda", "steps": 5, "profiled_step_s": 0.03, "measured_step_s": 0.025,
                 "device_busy_s": 0.005, "kernels_per_step": 40, "kernel_s": 0.005}  # fmt: skip
-    witness = replace(_result(), id=7, metrics={keys.EXPLAIN: profiled})
+    witness = replace(_result(), id=7, metrics={EXPLAIN: profiled})
     cpu = resolve_devices("cpu")[0]
     verdict = Analyzer()(_result(**probe), cpu, witness).facts.get(Bottleneck)
     assert verdict.kind == "launch-bound"

@@ -31,7 +31,7 @@ _EXPORTS = {
     "WorkloadRef": "workloads",
     "benchmark": "workflows.benchmark",
     "explain": "workflows.explain",
-    "Explanation": "core.explanation",
+    "Explanation": "analysis.explanation",
     "Device": "devices",
     "discover": "devices",
     "pick_device": "devices",
@@ -69,7 +69,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:  # let type checkers and editors see the real names
     from .analysis.compare import compare
-    from .core.explanation import Explanation
+    from .analysis.explanation import Explanation
     from .core.result import Result, RunSpec
     from .core.stats import Measurement
     from .devices import Device, discover, pick_device, resolve_devices

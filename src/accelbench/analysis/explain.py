@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..core.explanation import (
+from .explanation import (
     IDLE,
     Explanation,
     KernelTime,

@@ -9,7 +9,7 @@ fp32 (analysis/drift), FLOPs and MFU (analysis/metrics) and what pruning removed
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core.facts import Fact, fact, scalar, stored
@@ -307,3 +307,43 @@ class Verification(Fact):
 # ("pid 4242 python3"), over every process of the configuration.
 LEFT_RUNNING = "left_running"
 LEFT = scalar(LEFT_RUNNING, tuple[str, ...], ())
+
+
+ONNXRUNTIME = "onnxruntime"
+
+
+COREML = "coreml"
+
+
+LOAD_S = "load_s"
+
+
+@fact(ONNXRUNTIME)
+@dataclass(frozen=True)
+class OnnxRuntimeFacts(Fact):
+    """How an ONNX Runtime result was made and timed (`onnxruntime`)."""
+
+    version: str = stored(ONNXRUNTIME, default="")
+    exporter: str = ""
+    providers: tuple[str, ...] = ()  # the provider asked for, then its fallbacks
+    timing: str = ""  # what the timed call includes (host-device copies...)
+    caveat: str = ""
+
+
+@fact(COREML)
+@dataclass(frozen=True)
+class CoreMLFacts(Fact):
+    """How a Core ML result was made and timed (`coreml`): the compute units allowed, the
+    precision computed in, and where the compute plan would run the operators."""
+
+    version: str = ""  # coremltools'
+    compute_units: str = ""  # ALL, CPU_AND_NE, CPU_AND_GPU or CPU_ONLY
+    compute_precision: str = ""  # fp16 or fp32
+    compiled: str = ""  # "compiled for this run" or "cached from an earlier run of the sweep"
+    operators: int | None = None  # operators of the main function, constants left out
+    per_unit: Mapping[str, int] | None = None  # the compute plan's preferred unit -> count
+    plan_unavailable: str = ""  # why there are no per-unit counts
+    timing: str = ""
+
+
+LOADING = scalar(LOAD_S, float | None, None)

@@ -14,7 +14,6 @@ from typing import Any
 import torch
 
 from ..analysis.verdict import VERDICT
-from ..core import metrics as keys
 from ..core.levels import log_interval
 from ..core.peaks import PeakFigures
 from ..core.result import Result, RunSpec
@@ -26,6 +25,7 @@ from ..devices.state import PROBE_MACHINE_STATE, MachineState
 from ..workloads import Workload
 from ..workloads.base import channels_last_refusal
 from ..workloads.llm import LanguageModel
+from .explanation import Explanation
 from .facts import (
     ACHIEVED_FLOPS,
     CHANNELS_LAST_APPLIES,
@@ -231,10 +231,10 @@ def _profile_evidence(result: Result, witness: Result | None) -> dict[str, Any]:
     """What the verdict takes from the step's profile, where it was profiled on a device: its
     own (`run --profile`), else `witness`'s, a stored profile of the same configuration on
     the same machine (`accelbench explain`)."""
-    found, source = result.facts.get(keys.Explanation), ""
+    found, source = result.facts.get(Explanation), ""
     if (found is None or found.busy_share is None) and witness is not None:
         found, source = (
-            witness.facts.get(keys.Explanation),
+            witness.facts.get(Explanation),
             f" (explain's profile, result #{witness.id})",
         )
     if found is None or found.busy_share is None:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core import metrics as keys
+from ..analysis.facts import COREML, LOAD_S
 from ..core.result import RunSpec
 from ..core.version import __version__
 from ..core.vocab import COREML as BACKEND
@@ -148,7 +148,7 @@ def build_model(spec: RunSpec, workload: Workload, device: Device) -> CoreMLPrep
     def outputs() -> torch.Tensor:
         return torch.from_numpy(np.asarray(next(iter(model.predict(feed).values())))).float()
 
-    return CoreMLPrepared(spec, step, outputs, {keys.COREML: facts, keys.LOAD_S: load_s})
+    return CoreMLPrepared(spec, step, outputs, {COREML: facts, LOAD_S: load_s})
 
 
 def _timed(call: Callable[[], object]) -> float:

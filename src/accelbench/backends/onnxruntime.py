@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core import metrics as keys
+from ..analysis.facts import ONNXRUNTIME
 from ..core.result import RunSpec
 from ..core.vocab import ONNXRUNTIME as BACKEND  # it expands to one backend per provider
 from ..devices import Device, HostTimer, MemoryReading, Timer
@@ -172,7 +172,7 @@ def build_session(spec: RunSpec, workload: Workload, device: Device) -> OrtPrepa
     def outputs() -> torch.Tensor:
         return torch.from_numpy(np.asarray(session.run(None, feed)[0])).float()
 
-    return OrtPrepared(spec, step, outputs, device, {keys.ONNXRUNTIME: facts})
+    return OrtPrepared(spec, step, outputs, device, {ONNXRUNTIME: facts})
 
 
 def _onnx_file(exported: Any, scratch: Path, precision: str, provider: str) -> tuple[Path, str]:

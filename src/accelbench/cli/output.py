@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from ..workflows import facts  # noqa: F401  (every fact registered, so stored rows are checked)
 
 if TYPE_CHECKING:
     from pathlib import Path

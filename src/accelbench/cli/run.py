@@ -24,7 +24,7 @@ from .options import (
 from .output import db_path, emit_json, exit_code, result_json, width
 
 if TYPE_CHECKING:
-    from ..core.explanation import ProfileRequest
+    from ..analysis.explanation import ProfileRequest
     from ..core.result import RunSpec
     from ..workflows.benchmark import BenchmarkRequest, Plan
 
@@ -200,7 +200,7 @@ def add_profile_options(group: argparse._ArgumentGroup, always: bool = False) ->
 
 
 def profile_request(args: argparse.Namespace, always: bool = False) -> ProfileRequest | None:
-    from ..core.explanation import ProfileRequest
+    from ..analysis.explanation import ProfileRequest
 
     if not (always or args.profile or args.trace):
         return None

@@ -9,8 +9,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from .facts import Facts
-from .metrics import check_metrics
+from .facts import Facts, check
 from .stats import Measurement
 from .vocab import MODES, PRECISIONS, STATUSES, TORCH
 
@@ -117,8 +116,8 @@ class Result:
     """One configuration's outcome. A failure keeps its status and message and no samples.
 
     `metrics` holds figures derived in the worker beyond timing (set-up time, FLOPs, power...),
-    each under a key that `core.metrics` names and documents, so new ones need no schema change;
-    `facts` reads them typed.
+    each under the key of a fact type registered by the module that defines it (core/facts), so
+    new ones need no schema change; `facts` reads them typed.
     """
 
     spec: RunSpec
@@ -268,7 +267,7 @@ def _check_record(record: Any) -> None:
     _check_rounds(record.get("rounds", []))
     for key in ("repeat", "peak_memory"):
         _check_integer(key, record[key])
-    check_metrics(record["metrics"])
+    check(record["metrics"])
 
 
 def _check_rounds(rounds: Any) -> None:

@@ -2,7 +2,7 @@
 GPUs the clocks, temperature, throttle reasons and other processes on the GPU.
 
 `StateMeter` wraps the timed region the way `PowerMeter` does and leaves a `MachineState`
-(core/metrics). The host is read at the two ends: all CPUs' busy time from /proc/stat against
+(core/facts). The host is read at the two ends: all CPUs' busy time from /proc/stat against
 this process's own CPU time, so what is left is other processes'; where that is some, each
 process's time from /proc names the busiest (devices/processes). A GPU source is read at both
 ends and every `SAMPLE_INTERVAL_S` on a daemon thread, through NVML only: nothing here

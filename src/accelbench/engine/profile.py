@@ -28,9 +28,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..analysis.explain import KernelEvent, OpEvent, Profile, RuntimeEvent, explain
+from ..analysis.explanation import EXPLAIN, ProfileRequest, SyncPoint
 from ..backends import Runnable, not_profiled
-from ..core import metrics as keys
-from ..core.explanation import ProfileRequest, SyncPoint
 from ..devices import Device
 from ..errors import one_line
 from ..levers import find_lever
@@ -80,7 +79,7 @@ def explain_steps(
         return {EXPLAIN_ERROR: f"profiling failed: {one_line(exc)}"}
     if request.trace:
         found = replace(found, trace=request.trace)
-    return {keys.EXPLAIN: found.to_record()}
+    return {EXPLAIN: found.to_record()}
 
 
 def _steps(measured_step_s: float | None) -> int:

@@ -9,11 +9,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..analysis.explanation import ProfileRequest
 from ..analysis.facts import DRIFT, GENERATION, MEMORY_TENSORS_ONLY
 from ..analysis.metrics import model_facts
 from ..backends import Runnable, block_function, build, checks_drift, unsupported
 from ..backends.base import backend_for
-from ..core.explanation import ProfileRequest
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
 from ..core.vocab import BACKENDS, GENERATE, MODES, PRECISIONS

@@ -189,7 +189,7 @@ def check_language_model(
 @dataclass
 class Progress:
     """One configuration of a sweep as its processes land: its result so far, which says
-    (core.metrics.Rounds) whether its plan is complete."""
+    (analysis.facts.Rounds) whether its plan is complete."""
 
     config: Config
     result: Result | None = None

@@ -13,7 +13,7 @@ On Linux the workers are forked from a fork server that has imported torch and a
 runner once, so a configuration does not pay for those imports again (seconds each); the server
 never runs a kernel or touches a device, which is what makes forking it safe. Elsewhere, or with
 ACCELBENCH_START=spawn, each worker is a fresh interpreter. Either way each result records where
-its seconds went (`core.metrics.Overhead`).
+its seconds went (`engine.facts.Overhead`).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..analysis.explanation import ProfileRequest
 from ..analysis.facts import LEFT_RUNNING
-from ..core.explanation import ProfileRequest
 from ..core.result import Result, RunSpec
 from ..errors import UsageError, WorkloadError
 from ..levers import NO_ENTRY_POINTS, PLUGINS

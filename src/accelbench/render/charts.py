@@ -13,9 +13,8 @@ from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import levers
+from ..analysis.explanation import CATEGORIES, Explanation
 from ..analysis.facts import Drift
-from ..core import metrics as keys
-from ..core.explanation import CATEGORIES
 from ..core.result import Result, machine_of
 from ..errors import require
 from ..levers import label
@@ -350,7 +349,7 @@ def _wrapped(text: str, width: int) -> str:
 
 def explain_chart(results: Sequence[Result]) -> bytes | None:
     """Each profiled configuration's step as one bar, split into its categories' shares."""
-    explained = [(r, r.facts.get(keys.Explanation)) for r in results]
+    explained = [(r, r.facts.get(Explanation)) for r in results]
     shown = [(r, e) for r, e in explained if e is not None and e.shares()][:BARS]  # newest
     if not shown:
         return None

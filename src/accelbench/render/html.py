@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
 from ..analysis.compare import DEVICE, Speedup, compare
+from ..analysis.explanation import Explanation
 from ..analysis.trust import trust_of
 from ..analysis.verdict import Bottleneck
-from ..core import metrics as keys
 from ..core.result import Result, machine_of, utc_now
 from ..core.version import __version__
 from ..engine.facts import P99_MIN_SAMPLES
@@ -395,8 +395,8 @@ def _explanations(results: Sequence[Result]) -> str:
     """Each profiled configuration's explanation, and its top operators as a table (the newest
     EXPLAINED of them)."""
     parts = []
-    for r in [r for r in results if r.facts.get(keys.Explanation) is not None][:EXPLAINED]:
-        found = r.facts.get(keys.Explanation)
+    for r in [r for r in results if r.facts.get(Explanation) is not None][:EXPLAINED]:
+        found = r.facts.get(Explanation)
         if found is None:
             continue
         time = "device" if found.busy_share is not None else "host"

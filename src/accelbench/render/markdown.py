@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis.compare import DEVICE, compare
-from ..core import metrics as keys
+from ..analysis.explanation import Explanation
 from ..core.result import Result
 from ..engine.facts import P99_MIN_SAMPLES
 from ..levers import label
@@ -79,7 +79,7 @@ def markdown_report(results: Sequence[Result]) -> str:
 def _explanations(results: Sequence[Result]) -> list[str]:
     """A section for each profiled result: the console's explanation lines as a list."""
     out = []
-    for r in [r for r in results if r.facts.get(keys.Explanation) is not None][:EXPLAINED]:
+    for r in [r for r in results if r.facts.get(Explanation) is not None][:EXPLAINED]:
         head = f"{r.spec.workload} on {r.spec.device} ({label(r.spec)})"
         out.append(f"\n**Why: {_cell(head)}**\n")
         out.extend(f"- {_cell(line)}" for line in explanation_lines(r))

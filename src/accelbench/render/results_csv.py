@@ -7,7 +7,7 @@ for generate) and it/s, each median with its 95% CI, the samples/s IQR, the step
 first (warm-up) it; the number of timed samples and of the worker processes that took them
 (measured_processes: the spec's own "processes" is data parallelism's), the spread between and
 within those processes (relative sds); peak memory (bytes) and what it counts; the batch-1
-latency's p50, p90 and p99; a generation's TTFT p50 and TPOT p50 and p90 (core/metrics'
+latency's p50, p90 and p99; a generation's TTFT p50 and TPOT p50 and p90 (analysis/facts'
 Generation defines them) and decode tokens/s; the model's parameters, FLOPs per sample,
 achieved FLOP/s and MFU; average watts, joules per sample and samples/s per watt; the verdict's
 kind and words; the result's caveats (analysis/trust, joined by " | "); and where it ran (host,

@@ -16,12 +16,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..analysis.explanation import Explanation, ProfileRequest
 from ..analysis.facts import Rounds
 from ..analysis.metrics import Analyzer
 from ..analysis.trust import with_trust
 from ..backends import check_installed, unsupported
-from ..core import metrics as keys
-from ..core.explanation import ProfileRequest
 from ..core.levels import DEFAULT_POLICY, RoundPolicy
 from ..core.result import MODES, Result, RunSpec, Value, machine_of
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
@@ -299,7 +298,7 @@ class _Measure:
         plan, store, spec = self.plan, self.store, progress.config.spec
         result = _next_process(plan, progress, pass_no, on_block)
         earlier = _earlier_runs(store, result, plan.sweep.id)
-        witness = next((r for r in earlier if r.facts.get(keys.Explanation) is not None), None)
+        witness = next((r for r in earlier if r.facts.get(Explanation) is not None), None)
         result = self.analyze(result, plan.devices[spec.device], witness)
         if spec.processes == 1 and result.measurement is not None:
             self.singles[spec] = result
@@ -455,7 +454,7 @@ def benchmark(
     channels_last=(False, True), compile=("", "default"), threads=(4,), processes=(2,) (per
     node). With `db` every result is also stored there (and `resume` skips those stored);
     without, they are only returned. With `profile`, each configuration's step is profiled
-    after its samples (`result.facts.get(keys.Explanation)`). With `latency`, each single-process
+    after its samples (`result.facts.get(Explanation)`). With `latency`, each single-process
     inference configuration is timed at batch 1 too, one step a sample
     (`result.facts.get(Latency)`: p50, p90, p99)."""
     refs = [workload] if isinstance(workload, (str, WorkloadRef)) else list(workload)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core import metrics as keys
-from ..core.explanation import Explanation, ProfileRequest
+from ..analysis.explanation import Explanation, ProfileRequest
 from ..core.result import Result, Value
 from ..engine.facts import EXPLAIN_FAILURE
 from ..errors import AccelbenchError, UsageError
@@ -35,7 +34,7 @@ def explained(result: Result) -> Explanation:
     """The result's explanation, or AccelbenchError saying why it has none."""
     if result.status != "ok":
         raise AccelbenchError(f"{result.spec.workload}: {result.status}: {result.error}")
-    found = result.facts.get(keys.Explanation)
+    found = result.facts.get(Explanation)
     if found is None:
         raise AccelbenchError(result.facts.get(EXPLAIN_FAILURE) or "the step was not profiled")
     return found

@@ -1,6 +1,10 @@
 """What the workflows record of a result, as typed values stored in `Result.metrics`
-(core/facts): optimize's tag on each variant of its ladder (workflows/optimize_plan) and
-verify's record (workflows/verify), torch-free for the renderers of stored results.
+(core/facts): optimize's tag on each variant of its ladder (workflows/optimize_plan),
+torch-free for the renderers of stored results.
+
+Importing this module registers every fact the package defines, since the modules below register
+theirs when imported: what reads stored results (the command line's `read_store`, `results
+import`) imports it, so that every row is checked whole (a plugin's facts load with it).
 """
 
 from __future__ import annotations
@@ -8,7 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..analysis import explanation, verdict  # noqa: F401  (each registers its facts)
+from ..analysis import facts as analysis_facts  # noqa: F401
 from ..core.facts import Fact, fact
+from ..devices import power, state  # noqa: F401
+from ..engine import facts as engine_facts  # noqa: F401
 
 OPTIMIZE = "optimize"
 

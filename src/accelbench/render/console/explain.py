@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...analysis.explanation import IDLE, Explanation
 from ...analysis.verdict import Bottleneck
-from ...core import metrics as keys
-from ...core.explanation import IDLE, Explanation
 from ...core.result import Result
 from ...engine.facts import EXPLAIN_FAILURE
 from ...levers import label
@@ -35,7 +34,7 @@ def explanation_blocks(results: Sequence[Result]) -> str:
 
 def explanation_lines(r: Result, verdict: bool = True) -> list[str]:
     """The explanation's lines, without a heading; [] when the result was not profiled."""
-    found = r.facts.get(keys.Explanation)
+    found = r.facts.get(Explanation)
     if found is None:
         reason = r.facts.get(EXPLAIN_FAILURE)
         return [f"not profiled: {reason}"] if reason else []

@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ...analysis.facts import DECISIVE_MARGIN, Drift
+from ...analysis.facts import DECISIVE_MARGIN, Drift, OnnxRuntimeFacts
 from ...analysis.trust import trust_of
-from ...core import metrics as keys
 from ...core.vocab import GENERATE
 from ...levers import label
 from ..text import format_bytes, number
@@ -115,7 +114,7 @@ def _backend_notes(verdicts: Sequence[Assessment]) -> list[str]:
     notes = []
     for v in verdicts:
         r = v.result
-        ort = r.facts.get(keys.OnnxRuntimeFacts)
+        ort = r.facts.get(OnnxRuntimeFacts)
         if ort and r.measurement is not None:
             notes.append(f"{v.rung.name}: {onnxruntime_note(ort, r.peak_memory_meaning)}")
     return notes

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...analysis.facts import Drift, Flops, Generation
+from ...analysis.facts import LOADING, CoreMLFacts, Drift, Flops, Generation, OnnxRuntimeFacts
 from ...analysis.verdict import Bottleneck, decode_verdict
-from ...core import metrics as keys
-from ...core.metrics import CoreMLFacts, OnnxRuntimeFacts
 from ...core.result import Result
 from ...devices.power import Power
 from ...engine.facts import (
@@ -52,7 +50,7 @@ def derived_notes(r: Result) -> list[str]:
         notes.append(f"no verdict: the smaller-batch probe failed: {metrics.get(PROBE_FAILURE)}")
     if drift := metrics.get(Drift):
         notes.append(drift_note(drift))
-    if ort := metrics.get(keys.OnnxRuntimeFacts):
+    if ort := metrics.get(OnnxRuntimeFacts):
         notes.append(
             f"onnxruntime {ort.version}, providers {', '.join(ort.providers)}; "
             f"timed: {ort.timing}" + _caveat(ort)
@@ -62,8 +60,8 @@ def derived_notes(r: Result) -> list[str]:
             f"partly on the CPU: {', '.join(fallen)} fell back to the CPU "
             "(PYTORCH_ENABLE_MPS_FALLBACK=1): the figures are partly the CPU's"
         )
-    if coreml := metrics.get(keys.CoreMLFacts):
-        notes.append(coreml_note(coreml, metrics.get(keys.LOADING)))
+    if coreml := metrics.get(CoreMLFacts):
+        notes.append(coreml_note(coreml, metrics.get(LOADING)))
     return notes
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .facts import Fact, fact
+from ..core.facts import Fact, fact
 
 __all__ = [
     "CATEGORIES",
