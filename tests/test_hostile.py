@@ -179,7 +179,7 @@ def test_unparseable_json_is_one_line_and_writes_nothing(tmp_path, text):
     assert "Traceback" not in out.stderr and not (tmp_path / "new.db").exists()
 
 
-def test_check_metrics_takes_what_writers_write_and_names_what_it_refuses():
+def test_the_facts_check_takes_what_writers_write_and_names_what_it_refuses():
     check(
         {
             "mfu": 0.5,
