@@ -103,6 +103,16 @@ def test_missing_fields_take_defaults_and_unknown_keys_are_left_alone():
     assert Facts({"test_toy": {"count": 1, "ratio": 2.0, "label": None}}).get(Toy) == Toy(1, 2.0)
 
 
+def test_an_empty_object_is_the_fact_only_where_its_type_says_so():
+    @fact("test_marker", empty=True)
+    @dataclass(frozen=True)
+    class Marker(Fact):
+        note: str = ""
+
+    assert Facts({"test_marker": {}}).get(Marker) == Marker()
+    assert Facts({}).get(Marker) is None
+
+
 def test_a_flat_fact_is_there_when_any_of_its_keys_is():
     assert Facts({"test_flat_b": "y"}).get(Flat) == Flat(0, "y")
     assert encode(Flat(2, "z")) == {"test_flat_a": 2, "test_flat_b": "z"}

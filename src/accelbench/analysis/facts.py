@@ -266,7 +266,7 @@ class PairedInterval:
     ci95_high_points: float
 
 
-@fact(VERIFY)
+@fact(VERIFY, empty=True)  # a verify run that failed before recording anything is one
 @dataclass(frozen=True)
 class Verification(Fact):
     """What `accelbench verify` recorded (`verify`); such results carry no measurement.

@@ -93,6 +93,7 @@ Kind = type | Scalar[Any]
 _REGISTRY: dict[str, Kind] = {}  # stored key -> the fact type or scalar stored under it
 _KEYS: dict[type, str] = {}  # a fact type's own key
 _FLAT: set[type] = set()
+_EMPTY: set[type] = set()  # an empty object is the fact, not its absence
 
 
 def _register(key: str, kind: Kind) -> None:
@@ -102,10 +103,11 @@ def _register(key: str, kind: Kind) -> None:
 
 
 def fact(
-    key: str, *, flat: bool = False, also: tuple[str, ...] = ()
+    key: str, *, flat: bool = False, also: tuple[str, ...] = (), empty: bool = False
 ) -> Callable[[type[F]], type[F]]:
     """Register a Fact dataclass stored under `key` (and `also` under each of those keys).
-    With `flat`, its fields lie at the metrics' top level and `key` is one of them."""
+    With `flat`, its fields lie at the metrics' top level and `key` is one of them. An empty
+    object reads as no fact, unless `empty`: then it is the fact with every field defaulted."""
 
     def register(cls: type[F]) -> type[F]:
         if not (is_dataclass(cls) and issubclass(cls, Fact)):
@@ -116,6 +118,8 @@ def fact(
         _KEYS[cls] = key
         if flat:
             _FLAT.add(cls)
+        if empty:
+            _EMPTY.add(cls)
         return cls
 
     return register
@@ -189,7 +193,7 @@ def _read(cls: type[F], metrics: Mapping[str, Any], key: str) -> F | None:
     if cls in _FLAT:  # there when any of its keys is
         return decode(cls, beside, "metrics") if beside else None
     found = metrics.get(key)
-    if found is None or (isinstance(found, Mapping) and not found):
+    if found is None or (isinstance(found, Mapping) and not found and cls not in _EMPTY):
         return None
     if not isinstance(found, Mapping):
         raise FactError(f"metrics.{key} has the wrong type ({type(found).__name__})")
