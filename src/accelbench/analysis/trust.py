@@ -15,10 +15,10 @@ interval the result prints.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
+from ..core.facts import Fact, fact
 from ..core.result import Result
 from ..core.stats import NOISY_CI_FRACTION
 from ..devices.state import MachineState
@@ -41,13 +41,14 @@ class Caveat:
     """One thing to know: what kind (a word to filter on), what it says, and whether a
     conclusion drawn from the result can stand with it."""
 
-    kind: str  # "processes", "spread", "noise", "failed", "incomplete", "machine", "platform"
-    text: str
+    kind: str = ""  # "processes", "spread", "noise", "failed", "incomplete", "machine", "platform"
+    text: str = ""
     decisive: bool = False
 
 
+@fact(TRUST)
 @dataclass(frozen=True)
-class Trust:
+class Trust(Fact):
     """Every caveat of one result."""
 
     caveats: tuple[Caveat, ...] = ()
@@ -59,22 +60,6 @@ class Trust:
     @property
     def texts(self) -> list[str]:
         return [c.text for c in self.caveats]
-
-    def to_metrics(self) -> dict[str, Any]:
-        return {TRUST: {"caveats": [asdict(c) for c in self.caveats]}}
-
-    @classmethod
-    def from_metrics(cls, metrics: Mapping[str, Any]) -> Trust | None:
-        found = metrics.get(TRUST)
-        if not isinstance(found, Mapping) or not isinstance(found.get("caveats"), list):
-            return None
-        return cls(
-            tuple(
-                Caveat(str(c.get("kind", "")), str(c.get("text", "")), bool(c.get("decisive")))
-                for c in found["caveats"]
-                if isinstance(c, Mapping)
-            )
-        )
 
 
 def trust_of(result: Result) -> Trust:

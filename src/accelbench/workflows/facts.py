@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..analysis import explanation, verdict  # noqa: F401  (each registers its facts)
+from ..analysis import explanation, trust, verdict  # noqa: F401  (each registers its facts)
 from ..analysis import facts as analysis_facts  # noqa: F401
 from ..core.facts import Fact, fact
 from ..devices import power, state  # noqa: F401
