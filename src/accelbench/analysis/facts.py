@@ -3,7 +3,13 @@
 They are here, torch-free, because the analysis layer reads them and imports point down: the
 verdict's probe and the processes' plan (written by engine/probe and engine/rounds), a
 generation's phases (backends/generate, with analysis/bandwidth's figures), the drift against
-fp32 (analysis/drift), FLOPs and MFU (analysis/metrics) and what pruning removed (levers/prune).
+fp32 (analysis/drift), FLOPs and MFU (analysis/metrics), what pruning removed (levers/prune),
+verify's record (workflows/verify; analysis/compare leaves such results out) and what the
+model's code left running (engine/worker; analysis/trust warns of it).
+
+ONNX Runtime's and Core ML's facts (backends/onnxruntime, backends/coreml) are here too, though
+no analysis reads them: the backends' package imports torch when imported, and the renderers of
+stored results must not.
 """
 
 from __future__ import annotations
@@ -258,6 +264,9 @@ DECODE_FLOPS = scalar(DECODE_FLOPS_PER_SEQUENCE, float | None, None)
 VERIFY = "verify"
 
 
+# --- verify's record (workflows/verify) ---------------------------------------------------
+
+
 @dataclass(frozen=True)
 class PairedInterval:
     """Verify's paired 95% interval of a run's accuracy difference, in points."""
@@ -307,6 +316,9 @@ class Verification(Fact):
 # ("pid 4242 python3"), over every process of the configuration.
 LEFT_RUNNING = "left_running"
 LEFT = scalar(LEFT_RUNNING, tuple[str, ...], ())
+
+
+# --- ONNX Runtime and Core ML (their backends write them) ---------------------------------
 
 
 ONNXRUNTIME = "onnxruntime"

@@ -314,7 +314,7 @@ def _check_depth(value: Any, where: str, depth: int) -> None:
 
 @dataclass(frozen=True)
 class Facts:
-    """A result's metrics read typed: `result.facts.get(Probe)`, `result.facts.get(SETUP_S)`."""
+    """A result's metrics read typed: `result.facts.get(Probe)`, `result.facts.get(SETUP)`."""
 
     raw: Mapping[str, Any]
 
