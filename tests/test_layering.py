@@ -21,6 +21,7 @@ LAYERS = [
     "levers",
     "exporters",
     "backends",
+    "modes",
     "engine",
     "workflows",
     "render",

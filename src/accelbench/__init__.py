@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import modes as _modes  # noqa: F401  (the built-in modes register, without torch)
 from .core.version import __version__
 
 # public name -> module that defines it ("module:name" where the name there differs)

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.levels import MIN_PROCESSES, log_interval, t_quantile
 from ..core.result import DEFAULT_BACKEND, Result, RunSpec, machine_of
+from ..core.vocab import DEFAULT_MODE
 from ..devices.kinds import BASELINE_DEVICE
 
 __all__ = [
@@ -190,7 +191,7 @@ BASE_DIMENSIONS: dict[str, Dimension] = {
     for d in (
         _base("device", "device", lambda r: r.spec.device, BASELINE_DEVICE),
         _base("machine", "", lambda r: machine_of(r.environment), ""),
-        _base("mode", "mode", lambda r: r.spec.mode, "train"),
+        _base("mode", "mode", lambda r: r.spec.mode, DEFAULT_MODE),
         _base("workload", "workload", lambda r: r.spec.workload, ""),
         _base("batch", "batch_size", lambda r: str(r.spec.batch_size), ""),
         _base("backend", "backend", lambda r: r.spec.backend, DEFAULT_BACKEND),

@@ -7,7 +7,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..core.levels import DEFAULT_POLICY
-from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD, MODES
+from ..core.modes import DEFAULT_MODE
+from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
 from ..errors import UsageError
 from .lever_options import add_lever_options, lever_values
 from .options import (
@@ -19,6 +20,8 @@ from .options import (
     count,
     from_args,
     model_options,
+    modes_help,
+    registered_modes,
     seconds,
 )
 from .output import db_path, emit_json, exit_code, result_json, width
@@ -63,11 +66,10 @@ def _add_configurations(matrix: argparse._ArgumentGroup) -> None:
     matrix.add_argument("--devices", default="all", metavar="LIST", help=DEVICES_HELP)
     matrix.add_argument(
         "--modes",
-        type=ListOf(OneOf(MODES)),
-        default=("train",),
+        type=ListOf(OneOf(registered_modes())),
+        default=(DEFAULT_MODE,),
         metavar="LIST",
-        help="train, infer, generate (a language model's greedy decoding: prefill and each "
-        "token timed apart) (default: train)",
+        help=modes_help(DEFAULT_MODE),
     )
     matrix.add_argument(
         "--batch-sizes",

@@ -11,10 +11,9 @@ from typing import Any
 
 from .metrics import Metrics, Verification, check_metrics
 from .stats import Measurement
-from .vocab import MODES, PRECISIONS, STATUSES, TORCH
+from .vocab import DEFAULT_MODE, PRECISIONS, STATUSES, TORCH
 
 __all__ = [
-    "MODES",
     "PRECISIONS",
     "Result",
     "RunSpec",
@@ -66,7 +65,7 @@ class RunSpec:
     device: str
     batch_size: int
     steps_per_block: int
-    mode: str = "train"
+    mode: str = DEFAULT_MODE
     precision: str = "fp32"
     backend: str = DEFAULT_BACKEND
     levers: tuple[tuple[str, Value], ...] = ()

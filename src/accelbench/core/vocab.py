@@ -1,16 +1,16 @@
-"""The vocabularies the library and the command line share (modes, precisions, statuses,
-backends, export targets) and the workload measured when none is named; they import neither
-torch nor numpy, so `accelbench --help` can offer them and stay instant."""
+"""The vocabularies the library and the command line share (precisions, statuses, backends,
+export targets; the modes are a registry, core/modes), the mode and the workload measured
+when none is named; they import neither torch nor numpy, so `accelbench --help` can offer
+them and stay instant."""
 
 from __future__ import annotations
 
 __all__ = [
     "BACKENDS",
     "COREML",
+    "DEFAULT_MODE",
     "DEFAULT_WORKLOAD",
     "EXPORT_TARGETS",
-    "GENERATE",
-    "MODES",
     "ONNXRUNTIME",
     "ORT_PROVIDERS",
     "PRECISIONS",
@@ -18,9 +18,6 @@ __all__ = [
     "TORCH",
 ]
 
-# generate: a language model's greedy decoding, prefill and each decoded token timed apart
-GENERATE = "generate"
-MODES = ("train", "infer", GENERATE)
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")  # int8: ONNX Runtime's quantization
 STATUSES = ("ok", "oom", "error", "timeout", "unsupported")
 
@@ -41,4 +38,5 @@ BACKENDS = (
 
 EXPORT_TARGETS = ("onnx", "coreml")  # what `accelbench export --to` writes (accelbench.exporters)
 
+DEFAULT_MODE = "train"  # what `run` measures when no mode is named
 DEFAULT_WORKLOAD = "seed-cnn"  # seed 000's benchmark, what `run` measures with no arguments

@@ -15,15 +15,16 @@ from ..backends.base import backend_for
 from ..core import metrics as keys
 from ..core.explanation import ProfileRequest
 from ..core.metrics import OWN_STEPS, P99_MIN_SAMPLES, Latency, Overhead
+from ..core.modes import find_mode, mode_of
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
-from ..core.vocab import BACKENDS, GENERATE, MODES, PRECISIONS
+from ..core.vocab import BACKENDS, PRECISIONS
 from ..devices import Device, MemoryReading, is_out_of_memory
 from ..devices.base import PeakSampler
 from ..devices.fingerprint import fingerprint
 from ..devices.power import PowerMeter
 from ..errors import UsageError, one_line
-from ..levers import Prepared, find_lever, refused_by_model, spec_with, warmup_needed
+from ..levers import refused_by_model, spec_with, warmup_needed
 from ..workloads import Workload
 from .measure import StopRule, measure
 from .probe import paired_probe
@@ -73,10 +74,8 @@ def make_spec(workload: Workload, device: Device, **options: Any) -> RunSpec:
 
 def _check_fields(spec: RunSpec) -> None:
     """The spec's own fields against their vocabularies (core/vocab, the backends')."""
-    for name, value, valid in (
-        ("mode", spec.mode, MODES),
-        ("precision", spec.precision, PRECISIONS),
-    ):
+    find_mode(spec.mode)  # an unknown one: one line naming the modes registered
+    for name, value, valid in (("precision", spec.precision, PRECISIONS),):
         if value not in valid:
             raise UsageError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
     if backend_for(spec.backend) is None:
@@ -117,7 +116,7 @@ def run_config(
     process = process or Round(0, stop, planned=1)
     base = Result(spec=spec, status="error", environment=fingerprint(device))
     # The probe feeds the bottleneck verdict; a generation's phases carry their own "why".
-    probe = probe and spec.mode != GENERATE
+    probe = probe and mode_of(spec).probes
     reason = unsupported(spec, device, workload)
     if reason:
         return replace(base, status="unsupported", error=reason)
@@ -135,7 +134,7 @@ def run_config(
                 probe, paired_probe, timed.prep, workload, device, step_s, process
             )
             timed = replace(timed, prep=None)  # the device is free for what follows
-            single = first and latency and spec.mode == "infer" and spec.processes == 1
+            single = first and latency and mode_of(spec).forward_only and spec.processes == 1
             latencies, latency_s = _after(
                 single, _latency, spec, workload, device, timed.measurement
             )
@@ -317,19 +316,14 @@ def _drift(prep: Runnable, workload: Workload, device: Device) -> dict[str, Any]
     compile's own fp32 drift, which its inference variants measure (4e-7 on seed 000's CNN)."""
     from ..analysis.drift import compare_outputs, reference_outputs
 
-    spec = prep.spec
+    spec, mode = prep.spec, mode_of(prep.spec)
     try:
-        if spec.mode == GENERATE:
-            from ..backends.generate import generation_drift
-
-            assert isinstance(prep, Prepared)  # only PyTorch generates
-            return generation_drift(prep)
-        if spec.mode == "train":
-            # the same computation, for inference; a CUDA graph would only replay it
-            infer = replace(spec, mode="infer")
-            for name, off in (("cuda_graphs", False), ("compile", "")):
-                infer = find_lever(name).assign(infer, off)
-            prep = build(infer, workload, device)
+        own = mode.own_drift(prep)
+        if own is not None:
+            return own
+        other = mode.drift_spec(spec)
+        if other is not None:
+            prep = build(other, workload, device)
         candidate = prep.outputs()
         reference = reference_outputs(workload, spec.batch_size)
         return compare_outputs(reference, candidate, classifier=workload.num_classes is not None)

@@ -7,8 +7,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.compare import BASE_DIMENSIONS, FASTEST, Dimension
+from ..core.modes import mode_of
 from ..core.result import DEFAULT_BACKEND, PRECISIONS, RunSpec
-from ..core.vocab import GENERATE
 from ..errors import UsageError
 from .base import Lever, all_levers, find_lever
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def label(spec: RunSpec) -> str:
     """A short human name for the configuration, e.g. 'train bf16 b256 channels_last compile'."""
     parts = [spec.mode, spec.precision, f"b{spec.batch_size}"]
-    if spec.mode == GENERATE:  # the prompt's tokens, then the new ones: "p128 n32"
+    if mode_of(spec).decodes:  # the prompt's tokens, then the new ones: "p128 n32"
         parts += [f"p{spec.prompt_length}", f"n{spec.new_tokens}"]
     parts += [lever.label(lever.value(spec)) for lever in all_levers() if lever.active(spec)]
     known = {lever.name for lever in all_levers()}
@@ -56,7 +56,7 @@ def unsupported_reason(spec: RunSpec, device: Device, workload: Workload) -> str
     """The first reason an active lever cannot run here, as 'lever: reason', or None."""
     for lever in active_levers(spec):
         reason = lever.unsupported(spec, device, workload)
-        if not reason and spec.mode == GENERATE and not lever.generates:
+        if not reason and mode_of(spec).decodes and not lever.generates:
             reason = "not measured with mode generate yet"
         if reason:
             return f"{lever.name}: {reason}"

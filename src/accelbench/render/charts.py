@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .. import levers
 from ..core.explanation import CATEGORIES
 from ..core.metrics import Drift, OptimizeTag
+from ..core.modes import mode_of
 from ..core.result import Result, machine_of
 from ..errors import require
 from ..levers import label
@@ -85,11 +86,9 @@ def throughput_chart(results: Sequence[Result]) -> bytes | None:
             return median, median, median
         return median, low * per, high * per
 
-    unit = (
-        "samples/s; tokens/s for generate"
-        if any(r.spec.mode == "generate" for r in ok)
-        else "samples/s"
-    )
+    modes = {r.spec.mode: mode_of(r.spec) for r in ok}
+    others = [f"{m.rate_unit} for {name}" for name, m in sorted(modes.items()) if m.rate_unit]
+    unit = "; ".join(["samples/s", *others])
     return _panels(f"throughput ({unit}), median and 95% CI", ok, bar)
 
 

@@ -22,7 +22,8 @@ from ..backends import check_installed, unsupported
 from ..core import metrics as keys
 from ..core.explanation import ProfileRequest
 from ..core.levels import DEFAULT_POLICY, RoundPolicy
-from ..core.result import MODES, Result, RunSpec, Value, machine_of
+from ..core.modes import DEFAULT_MODE, mode_names
+from ..core.result import Result, RunSpec, Value, machine_of
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
 from ..devices import Device, resolve_devices
 from ..devices.fingerprint import fingerprint
@@ -63,7 +64,7 @@ class BenchmarkRequest:
 
     workloads: tuple[WorkloadRef, ...] = ()  # none: DEFAULT_WORKLOAD
     devices: str = "all"  # comma-separated names such as "cpu,cuda:0", or "all"
-    modes: tuple[str, ...] = ("train",)
+    modes: tuple[str, ...] = (DEFAULT_MODE,)
     batch_sizes: tuple[int | None, ...] = (None,)  # None: the workload's own
     backends: tuple[str, ...] = ("torch",)  # "onnxruntime" means each provider of the device
     # lever name -> the values to try (a lever not named runs its default); "processes"
@@ -196,7 +197,7 @@ def _writable(path: Path) -> Path:
 def _check_words(request: BenchmarkRequest) -> None:
     """The library's callers skip the CLI's parsing: check their words here, in one line."""
     for option, given, valid in (
-        ("modes", request.modes, MODES),
+        ("modes", request.modes, mode_names()),
         ("backends", request.backends, BACKENDS),
     ):
         unknown = [value for value in given if value not in valid]
@@ -422,7 +423,7 @@ def resumable(plan: Plan, store: Store) -> dict[RunSpec, Result]:
 def benchmark(
     workload: str | WorkloadRef | Sequence[str | WorkloadRef] = DEFAULT_WORKLOAD,
     devices: str | Sequence[str] = "all",
-    modes: Sequence[str] = ("train",),
+    modes: Sequence[str] = (DEFAULT_MODE,),
     precisions: Sequence[str] = ("fp32",),
     batch_sizes: Sequence[int | None] = (None,),
     backends: Sequence[str] = ("torch",),

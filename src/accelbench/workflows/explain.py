@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.explanation import Explanation, ProfileRequest
+from ..core.modes import DEFAULT_MODE
 from ..core.result import Result, Value
 from ..errors import AccelbenchError, UsageError
 from ..workloads import WorkloadRef
@@ -42,7 +43,7 @@ def explained(result: Result) -> Explanation:
 def explain(
     workload: str | WorkloadRef = "seed-cnn",
     device: str | None = None,
-    mode: str = "train",
+    mode: str = DEFAULT_MODE,
     batch_size: int | None = None,
     *,
     trace: str | Path | None = None,

@@ -17,8 +17,8 @@ from ..analysis.metrics import Analyzer
 from ..analysis.trust import with_trust
 from ..backends import unsupported
 from ..core.metrics import OPTIMIZE_POLICY, OptimizeTag
+from ..core.modes import mode_of
 from ..core.result import Result, RunSpec
-from ..core.vocab import GENERATE
 from ..devices import Device, pick_device, resolve_devices
 from ..devices.fingerprint import fingerprint
 from ..engine.measure import StopRule
@@ -123,8 +123,7 @@ def plan_ladder(request: OptimizeRequest) -> Ladder:
             min_samples=SAMPLES_FOR_CI,
             time_cap=max(SAMPLE_CAP_S, 15 * seconds),
         )
-    if request.mode == GENERATE:  # each generation is synchronized at every token: its own sample
-        stop = replace(stop, min_sample_s=0.0)
+    stop = mode_of(request.mode).sample_rule(stop)
     if not request.budget > 0:
         raise UsageError(f"--budget must be a positive number of seconds, got {request.budget:g}")
     not_tried = levers_not_tried(base, device, workload, request.levers)
@@ -147,7 +146,7 @@ def _generation(request: OptimizeRequest, workload: Workload) -> dict[str, int]:
     """Mode generate's prompt length and new tokens (the model's own where not given), checked
     against the model; nothing for the other modes, which take neither."""
     given = (request.prompt_length, request.new_tokens)
-    if request.mode != GENERATE:
+    if not mode_of(request.mode).decodes:
         if given != (None, None):
             raise UsageError("--prompt-length and --new-tokens apply to --mode generate only")
         return {}

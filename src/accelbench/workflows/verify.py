@@ -10,7 +10,7 @@ its channels, so every device receives the same bytes. A workload with more than
 whole head. Workloads that take no images (token ids, regression) are refused.
 
 The precision's autocast and fp16's GradScaler come from the same `build` as the benchmark's,
-and each step is `build.train_function`. Runs happen in this process, one after another;
+and each step is `modes.train_function`. Runs happen in this process, one after another;
 a failure (an unavailable device, OOM, an exception) becomes a row with its message.
 
 The CPU at fp32 is the baseline and always runs first. Each run keeps which held-out images it
@@ -46,7 +46,7 @@ import torch
 import torch.nn.functional as F
 
 from ..analysis.paired import UNDETERMINED, WITHIN, WORSE, paired_accuracy
-from ..backends.pytorch import build_torch, train_function
+from ..backends.pytorch import build_torch
 from ..core.metrics import VERIFY, Verification
 from ..core.result import Result, RunSpec
 from ..devices import BASELINE_DEVICE, HOST_DEVICE, OUT_OF_MEMORY, Device, find_device
@@ -54,6 +54,7 @@ from ..devices.fingerprint import fingerprint
 from ..engine.runner import make_spec
 from ..errors import UsageError, one_line, require
 from ..levers import unsupported_reason
+from ..modes.train import Train, train_function
 from ..workloads import Workload
 
 __all__ = [
@@ -253,7 +254,7 @@ def verify_one(
     spec = make_spec(
         workload,
         device,
-        mode="train",
+        mode=Train.name,
         precision=precision,
         batch_size=batch,
         steps_per_block=len(data.train_y) // batch,  # one "block" is one epoch here
