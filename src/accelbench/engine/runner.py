@@ -75,9 +75,8 @@ def make_spec(workload: Workload, device: Device, **options: Any) -> RunSpec:
 def _check_fields(spec: RunSpec) -> None:
     """The spec's own fields against their vocabularies (core/vocab, the backends')."""
     find_mode(spec.mode)  # an unknown one: one line naming the modes registered
-    for name, value, valid in (("precision", spec.precision, PRECISIONS),):
-        if value not in valid:
-            raise UsageError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+    if spec.precision not in PRECISIONS:
+        raise UsageError(f"unknown precision {spec.precision!r}; valid: {', '.join(PRECISIONS)}")
     if backend_for(spec.backend) is None:
         raise UsageError(f"unknown backend {spec.backend!r}; valid: {', '.join(BACKENDS)}")
     for name in ("batch_size", "steps_per_block", "prompt_length", "new_tokens"):
@@ -310,10 +309,9 @@ def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[s
 
 
 def _drift(prep: Runnable, workload: Workload, device: Device) -> dict[str, Any]:
-    """The configuration's outputs against the fp32 model's. A training configuration is
-    compared at its initial weights, built again for inference, eagerly: compiling the
-    inference graph too would cost as much again (10 s for resnet50 on an H200) to measure
-    compile's own fp32 drift, which its inference variants measure (4e-7 on seed 000's CNN)."""
+    """The configuration's outputs against the fp32 model's, as its mode checks them: its own
+    way (a generation's tokens), or the outputs of the configuration the mode names (training
+    is compared at its initial weights, built again for inference, eagerly: see modes/train)."""
     from ..analysis.drift import compare_outputs, reference_outputs
 
     spec, mode = prep.spec, mode_of(prep.spec)
