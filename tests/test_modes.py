@@ -4,6 +4,7 @@ file of the test suite, loaded through ACCELBENCH_LEVERS with nothing else edite
 stored result of a mode not loaded still lists, and `run` refuses an unknown mode."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,23 @@ def test_export_and_import_carry_the_toy_mode_loaded_or_not(toy_db, tmp_path):
     assert compared.returncode == 0 and "toy" in compared.stdout, compared.stderr
     again = run_cli("results", "export", "--out", str(tmp_path / "again.json"), "--db", str(other))
     assert again.returncode == 0, again.stderr
+
+
+def test_an_installed_package_s_mode_loads_in_the_command_and_its_workers(tmp_path):
+    """The entry-point group accelbench.plugins loads a mode as it loads a lever."""
+    site = tmp_path / "site"
+    info = site / "toy_mode_plugin-0.1.dist-info"
+    info.mkdir(parents=True)
+    (site / "toy_mode_plugin.py").write_text(Path(__file__).with_name("toy_mode.py").read_text())
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-mode-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[accelbench.plugins]\ntoy = toy_mode_plugin\n")
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    assert "toy: a toy mode" in run_cli("run", "--help", env=env).stdout
+    db = tmp_path / "toy.db"
+    out = run_cli("run", "mlp", *RUN, "--modes", "toy", "--db", str(db), "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    (result,) = json.loads(out.stdout)["results"]
+    assert result["metrics"]["toy_mode"] == {"passes": 2}  # its step, in the worker
 
 
 def test_run_refuses_a_mode_not_registered_in_one_line(tmp_path):
