@@ -86,7 +86,7 @@ def unsupported(spec: RunSpec, device: Device) -> str | None:
             f"measured on the mps device, not {device.name}"
         )
     if not mode_of(spec).forward_only:
-        return "Core ML is benchmarked for inference; train with the torch backend"
+        return f"Core ML is benchmarked for inference; mode {spec.mode} runs on the torch backend"
     for lever in active_levers(spec):
         if lever.torch_only:
             return f"{lever.title} is a PyTorch option; Core ML optimizes the model itself"

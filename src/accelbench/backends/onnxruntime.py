@@ -81,7 +81,9 @@ def unsupported(spec: RunSpec, device: Device) -> str | None:
         names = [backend_name(p) for p in device.onnxruntime_providers] or ["none"]
         return f"{device.name} takes ONNX Runtime backends {', '.join(names)}, not {spec.backend}"
     if not mode_of(spec).forward_only:
-        return "ONNX Runtime is benchmarked for inference; train with the torch backend"
+        return (
+            f"ONNX Runtime is benchmarked for inference; mode {spec.mode} runs on the torch backend"
+        )
     for lever in active_levers(spec):
         if lever.torch_only:
             return (
