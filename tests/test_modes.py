@@ -3,6 +3,7 @@ file of the test suite, loaded through ACCELBENCH_LEVERS with nothing else edite
 `run --help`, is measured by `run`, and shows in `results`, `compare` and export/import; a
 stored result of a mode not loaded still lists, and `run` refuses an unknown mode."""
 
+import ast
 import json
 import os
 from pathlib import Path
@@ -119,3 +120,28 @@ def test_every_built_in_mode_says_what_it_is(mode):
     assert mode.help and mode_of(mode.name) is mode
     assert not (mode.trains and mode.forward_only)  # a training step is not one forward
     assert mode.decodes == bool(mode.rate_unit)  # a generation's rate counts its tokens
+
+
+def _compares_a_mode(node: ast.AST) -> bool:
+    """A comparison with a mode's name: `spec.mode == ...`, or `... == "train"`."""
+    if not isinstance(node, ast.Compare):
+        return False
+    sides = [node.left, *node.comparators]
+    named = [
+        s
+        for s in sides
+        if isinstance(s, ast.Constant) and s.value in ("train", "infer", "generate")
+    ]
+    return named != [] or any(isinstance(s, ast.Attribute) and s.attr == "mode" for s in sides)
+
+
+def test_no_module_outside_the_modes_compares_a_mode_with_a_name():
+    package = Path(__file__).resolve().parent.parent / "src" / "accelbench"
+    found = [
+        f"{path.relative_to(package)}:{node.lineno}"
+        for path in package.rglob("*.py")
+        if path.parent.name != "modes" and path.name != "modes.py"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if _compares_a_mode(node)
+    ]
+    assert found == []
