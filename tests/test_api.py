@@ -23,6 +23,11 @@ def test_every_public_name_loads_and_is_documented(name):
     assert re.search(rf"`{re.escape(name)}`", _api_section()), f"{name} is not in docs/api.md"
 
 
+def test_all_lists_exactly_the_names_that_load_lazily():
+    # __all__ is a literal list for type checkers; it must not drift from the lazy table
+    assert set(accelbench.__all__) == {"__version__", *accelbench._EXPORTS}
+
+
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         accelbench.nothing  # noqa: B018

@@ -57,7 +57,53 @@ _EXPORTS = {
     "find_dimension": "levers",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+# spelled out, not derived from _EXPORTS, because type checkers read only a literal list to
+# know what a package re-exports (tests/test_api.py checks the two agree)
+__all__ = [
+    "AccelbenchError",
+    "Device",
+    "DeviceError",
+    "Explanation",
+    "Filters",
+    "Lever",
+    "Measurement",
+    "MissingDependency",
+    "OptimizeRequest",
+    "Result",
+    "RunSpec",
+    "Searched",
+    "StopRule",
+    "Store",
+    "StoreError",
+    "Tolerance",
+    "UsageError",
+    "Variant",
+    "VerifySettings",
+    "Workload",
+    "WorkloadError",
+    "WorkloadRef",
+    "__version__",
+    "benchmark",
+    "compare",
+    "discover",
+    "explain",
+    "find_dimension",
+    "get_workload",
+    "label",
+    "list_workloads",
+    "make_spec",
+    "measure",
+    "optimize",
+    "pick_device",
+    "recommend",
+    "register",
+    "register_lever",
+    "resolve_devices",
+    "run_config",
+    "run_one",
+    "track",
+    "verify",
+]
 
 
 def __getattr__(name: str) -> Any:
