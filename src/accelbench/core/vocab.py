@@ -4,11 +4,14 @@ torch nor numpy, so `accelbench --help` can offer them and stay instant."""
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 __all__ = [
     "BACKENDS",
     "COREML",
     "DEFAULT_WORKLOAD",
     "EXPORT_TARGETS",
+    "ExportTarget",
     "GENERATE",
     "MODES",
     "ONNXRUNTIME",
@@ -16,13 +19,20 @@ __all__ = [
     "PRECISIONS",
     "STATUSES",
     "TORCH",
+    "Precision",
+    "Status",
 ]
+
+# Each closed vocabulary is written once, as its Literal type; the tuple the parsers and
+# messages list is derived from it. Modes and backends are open registries, so they stay text.
 
 # generate: a language model's greedy decoding, prefill and each decoded token timed apart
 GENERATE = "generate"
 MODES = ("train", "infer", GENERATE)
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")  # int8: ONNX Runtime's quantization
-STATUSES = ("ok", "oom", "error", "timeout", "unsupported")
+Precision = Literal["fp32", "tf32", "fp16", "bf16", "int8"]  # int8: ONNX Runtime's quantization
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
+Status = Literal["ok", "oom", "error", "timeout", "unsupported"]
+STATUSES: tuple[Status, ...] = get_args(Status)
 
 TORCH = "torch"
 # "onnxruntime" means every execution provider of the device; a provider can be named alone.
@@ -39,6 +49,7 @@ BACKENDS = (
     *(f"{COREML}-{u}" for u in COREML_UNITS),
 )
 
-EXPORT_TARGETS = ("onnx", "coreml")  # what `accelbench export --to` writes (accelbench.exporters)
+ExportTarget = Literal["onnx", "coreml"]  # what `accelbench export --to` writes (exporters/)
+EXPORT_TARGETS: tuple[ExportTarget, ...] = get_args(ExportTarget)
 
 DEFAULT_WORKLOAD = "seed-cnn"  # seed 000's benchmark, what `run` measures with no arguments

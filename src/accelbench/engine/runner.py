@@ -17,7 +17,7 @@ from ..core.explanation import ProfileRequest
 from ..core.metrics import OWN_STEPS, P99_MIN_SAMPLES, Latency, Overhead
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
-from ..core.vocab import BACKENDS, GENERATE, MODES, PRECISIONS
+from ..core.vocab import BACKENDS, GENERATE, MODES, Status
 from ..devices import Device, MemoryReading, is_out_of_memory
 from ..devices.base import PeakSampler
 from ..devices.fingerprint import fingerprint
@@ -73,19 +73,13 @@ def make_spec(workload: Workload, device: Device, **options: Any) -> RunSpec:
 
 
 def _check_fields(spec: RunSpec) -> None:
-    """The spec's own fields against their vocabularies (core/vocab, the backends')."""
-    for name, value, valid in (
-        ("mode", spec.mode, MODES),
-        ("precision", spec.precision, PRECISIONS),
-    ):
+    """The spec's fields that are open registries (the modes, the backends'); RunSpec checks
+    its closed vocabularies and sizes itself, as it is made."""
+    for name, value, valid in (("mode", spec.mode, MODES),):
         if value not in valid:
             raise UsageError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
     if backend_for(spec.backend) is None:
         raise UsageError(f"unknown backend {spec.backend!r}; valid: {', '.join(BACKENDS)}")
-    for name in ("batch_size", "steps_per_block", "prompt_length", "new_tokens"):
-        value = getattr(spec, name)
-        if value is not None and (type(value) is not int or value < 1):  # a bool is no size
-            raise UsageError(f"{name} must be a positive integer, not {value!r}")
 
 
 def run_config(
@@ -130,7 +124,7 @@ def run_config(
                 spec, workload, device, process, on_block, drift, profile, probe, latency
             )
     except Exception as exc:  # a failure is data: the sweep goes on
-        status = "oom" if is_out_of_memory(exc) else "error"
+        status: Status = "oom" if is_out_of_memory(exc) else "error"
         return replace(base, status=status, error=one_line(exc))
     # The measurement stands whatever happens below: derived figures only add to it.
     said = {keys.MODEL_OUTPUT: workload.output_note} if workload.output_note else {}

@@ -112,7 +112,7 @@ def eager(spec: RunSpec) -> RunSpec:
 CONFIGURATION = Dimension(
     name="configuration",
     read=lambda r: label(r.spec),
-    neutral=lambda spec: RunSpec(spec.workload, spec.device, 0, 0, mode=spec.mode),
+    neutral=lambda spec: RunSpec(spec.workload, spec.device, 1, 1, mode=spec.mode),
     baseline=FASTEST,
 )
 
