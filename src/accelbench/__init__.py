@@ -30,6 +30,7 @@ _EXPORTS = {
     "Filters": "store.db",
     "WorkloadRef": "workloads",
     "benchmark": "workflows.benchmark",
+    "BenchmarkRequest": "workflows.benchmark",
     "explain": "workflows.explain",
     "Explanation": "core.explanation",
     "Device": "devices",
@@ -133,7 +134,7 @@ if TYPE_CHECKING:  # let type checkers and editors see the real names
     from .levers import Lever, Variant, find_dimension, label
     from .levers import register as register_lever
     from .store.db import Filters, Store
-    from .workflows.benchmark import benchmark
+    from .workflows.benchmark import BenchmarkRequest, benchmark
     from .workflows.explain import explain
     from .workflows.optimize import Tolerance, recommend
     from .workflows.optimize_plan import OptimizeRequest, Searched, optimize
