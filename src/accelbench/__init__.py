@@ -32,6 +32,9 @@ _EXPORTS = {
     "benchmark": "workflows.benchmark",
     "BenchmarkRequest": "workflows.benchmark",
     "explain": "workflows.explain",
+    "export": "workflows.export",
+    "ExportRequest": "workflows.export",
+    "Exported": "workflows.export",
     "Explanation": "core.explanation",
     "Device": "devices",
     "discover": "devices",
@@ -136,6 +139,7 @@ if TYPE_CHECKING:  # let type checkers and editors see the real names
     from .store.db import Filters, Store
     from .workflows.benchmark import BenchmarkRequest, benchmark
     from .workflows.explain import explain
+    from .workflows.export import Exported, ExportRequest, export
     from .workflows.optimize import Tolerance, recommend
     from .workflows.optimize_plan import OptimizeRequest, Searched, optimize
     from .workflows.verify import Settings as VerifySettings

@@ -8,9 +8,13 @@ from typing import Literal, get_args
 
 __all__ = [
     "BACKENDS",
+    "COMPUTE_UNITS",
     "COREML",
     "DEFAULT_WORKLOAD",
+    "EXPORT_PRECISIONS",
     "EXPORT_TARGETS",
+    "ComputeUnits",
+    "ExportPrecision",
     "ExportTarget",
     "GENERATE",
     "MODES",
@@ -51,5 +55,9 @@ BACKENDS = (
 
 ExportTarget = Literal["onnx", "coreml"]  # what `accelbench export --to` writes (exporters/)
 EXPORT_TARGETS: tuple[ExportTarget, ...] = get_args(ExportTarget)
+ExportPrecision = Literal["fp32", "fp16"]  # what an exported model computes in
+EXPORT_PRECISIONS: tuple[ExportPrecision, ...] = get_args(ExportPrecision)
+ComputeUnits = Literal["ALL", "CPU_AND_NE", "CPU_AND_GPU", "CPU_ONLY"]  # Core ML's, at export
+COMPUTE_UNITS: tuple[ComputeUnits, ...] = get_args(ComputeUnits)
 
 DEFAULT_WORKLOAD = "seed-cnn"  # seed 000's benchmark, what `run` measures with no arguments
