@@ -33,6 +33,9 @@ _EXPORTS = {
     "BenchmarkRequest": "workflows.benchmark",
     "explain": "workflows.explain",
     "export": "workflows.export",
+    "calibrate": "workflows.calibrate",
+    "CalibrateRequest": "workflows.calibrate",
+    "Calibration": "workflows.calibrate",
     "ExportRequest": "workflows.export",
     "Exported": "workflows.export",
     "Explanation": "core.explanation",
@@ -138,6 +141,7 @@ if TYPE_CHECKING:  # let type checkers and editors see the real names
     from .levers import register as register_lever
     from .store.db import Filters, Store
     from .workflows.benchmark import BenchmarkRequest, benchmark
+    from .workflows.calibrate import CalibrateRequest, Calibration, calibrate
     from .workflows.explain import explain
     from .workflows.export import Exported, ExportRequest, export
     from .workflows.optimize import Tolerance, recommend

@@ -8,6 +8,7 @@ from typing import Literal, get_args
 
 __all__ = [
     "BACKENDS",
+    "CALIBRATED_PRECISIONS",
     "COMPUTE_UNITS",
     "COREML",
     "DEFAULT_WORKLOAD",
@@ -37,6 +38,8 @@ Precision = Literal["fp32", "tf32", "fp16", "bf16", "int8"]  # int8: ONNX Runtim
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 Status = Literal["ok", "oom", "error", "timeout", "unsupported"]
 STATUSES: tuple[Status, ...] = get_args(Status)
+# what `accelbench calibrate` times a matrix product in (int8 is ONNX Runtime's, not a product's)
+CALIBRATED_PRECISIONS: tuple[Precision, ...] = ("fp32", "tf32", "fp16", "bf16")
 
 TORCH = "torch"
 # "onnxruntime" means every execution provider of the device; a provider can be named alone.
