@@ -132,7 +132,7 @@ def test_optimize_plans_its_ladder_from_a_request():
     )  # fmt: skip
     request = optimize.request_from(args)
     assert request == OptimizeRequest(
-        WorkloadRef("mlp"),
+        workload=WorkloadRef("mlp"),
         device="cpu",
         levers=("compile",),
         epochs=2,

@@ -309,7 +309,7 @@ def _spec_key(spec: RunSpec) -> str:
     return json.dumps(spec.to_dict(), sort_keys=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Filters:
     """Which results: each field set narrows the selection (all must match)."""
 

@@ -78,7 +78,7 @@ MIN_BASELINE_ACCURACY = 0.9  # below it the baseline is still learning: runs dif
 FAILED = ("error", "oom", "timeout")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     """How to train and how strictly to judge."""
 
