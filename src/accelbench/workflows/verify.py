@@ -89,6 +89,17 @@ class Settings:
     loss_tolerance: float = 0.1  # final loss, as a fraction of the baseline's first-epoch loss
     seed: int = 0  # the initial weights
 
+    def __post_init__(self) -> None:
+        """Checked as made (UsageError, one line): the library's callers skip the parser."""
+        for name, value in (("epochs", self.epochs), ("batch_size", self.batch_size)):
+            if value is not None and (type(value) is not int or value < 1):
+                raise UsageError(f"{name} must be a positive integer, not {value!r}")
+        if self.lr is not None and not self.lr > 0:
+            raise UsageError(f"lr must be a positive number, not {self.lr!r}")
+        for name, share in (("tolerance", self.tolerance), ("loss_tolerance", self.loss_tolerance)):
+            if not share >= 0:
+                raise UsageError(f"{name} must be 0 or more, not {share!r}")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "epochs": self.epochs,
