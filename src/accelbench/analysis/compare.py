@@ -179,7 +179,8 @@ class Dimension:
 
 
 def _base(name: str, field: str, read: Callable[[Result], str], baseline: str) -> Dimension:
-    blank: Any = 0 if field == "batch_size" else ""
+    # any one value blanks a field out; a batch of 1 is one a RunSpec accepts
+    blank: Any = 1 if field == "batch_size" else ""
     return Dimension(
         name, read, lambda spec: replace(spec, **({field: blank} if field else {})), baseline
     )

@@ -207,7 +207,8 @@ def _quantize(path: Path, exported: Any, symmetric: bool) -> Path:
     )
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    class Batches(CalibrationDataReader):
+    # onnxruntime ships no type hints, so mypy sees its base class as Any
+    class Batches(CalibrationDataReader):  # type: ignore[misc]
         def __init__(self) -> None:
             from ..exporters.onnx import INPUT
 

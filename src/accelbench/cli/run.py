@@ -131,6 +131,12 @@ def _add_parallel(parallel: argparse._ArgumentGroup) -> None:
 
 def add_timing(timing: argparse._ArgumentGroup) -> None:
     """The stop rule's options and the per-configuration time limit (run, explain)."""
+    _add_stop_rule(timing)
+    _add_processes(timing)
+
+
+def _add_stop_rule(timing: argparse._ArgumentGroup) -> None:
+    """How long one configuration is timed, and how it warms up first."""
     timing.add_argument(
         "--epochs",
         type=count(1),
@@ -155,6 +161,10 @@ def add_timing(timing: argparse._ArgumentGroup) -> None:
         help="warm-up its before timing (default: 1; timed to a CI, not a fixed count, at least "
         "2, the last of which sizes its samples; a compiled decode step on generate at least 2)",
     )
+
+
+def _add_processes(timing: argparse._ArgumentGroup) -> None:
+    """In how many processes a configuration is measured, and how long each may take."""
     timing.add_argument(
         "--rounds",
         type=count(1),

@@ -8,8 +8,9 @@ Its value is `RunSpec.precision`, a field of its own (every backend reads it), n
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
+from ..core import vocab
 from ..core.modes import mode_of
 from ..core.result import PRECISIONS, RunSpec, Value
 from .base import Lever, Prepared, Variant, register
@@ -51,7 +52,7 @@ class Precision(Lever):
         return spec.precision
 
     def assign(self, spec: RunSpec, value: Value) -> RunSpec:
-        return replace(spec, precision=str(value))
+        return replace(spec, precision=cast(vocab.Precision, str(value)))  # RunSpec checks the word
 
     def active(self, spec: RunSpec) -> bool:
         return True  # every run has a precision; fp32 pins the TF32 switches off

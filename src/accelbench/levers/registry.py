@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.compare import BASE_DIMENSIONS, FASTEST, Dimension
 from ..core.modes import mode_of
-from ..core.result import DEFAULT_BACKEND, PRECISIONS, RunSpec
+from ..core.result import DEFAULT_BACKEND, RunSpec
 from ..errors import UsageError
 from .base import Lever, all_levers, find_lever
 
@@ -84,9 +84,8 @@ def spec_with(spec: RunSpec, **values: Any) -> RunSpec:
 
 
 def check_levers(spec: RunSpec) -> None:
-    """A stored or imported spec's lever values: ValueError names the first that is wrong."""
-    if spec.precision not in PRECISIONS:
-        raise ValueError(f"unknown precision {spec.precision!r}; valid: {', '.join(PRECISIONS)}")
+    """A stored or imported spec's lever values: ValueError names the first that is wrong.
+    (Its precision the RunSpec checked as it was read.)"""
     for name, value in spec.levers:
         try:
             lever = find_lever(name)
@@ -112,7 +111,7 @@ def eager(spec: RunSpec) -> RunSpec:
 CONFIGURATION = Dimension(
     name="configuration",
     read=lambda r: label(r.spec),
-    neutral=lambda spec: RunSpec(spec.workload, spec.device, 0, 0, mode=spec.mode),
+    neutral=lambda spec: RunSpec(spec.workload, spec.device, 1, 1, mode=spec.mode),
     baseline=FASTEST,
 )
 

@@ -61,6 +61,13 @@ def _series_name(r: Result) -> str:
     return f"{machine_of(r.environment)}/{r.spec.device} {label(r.spec)}"
 
 
+def _without_batch(r: Result) -> str:
+    """The series name with the batch size left out (label's third word), so one
+    configuration at several batch sizes is one line of the scaling chart."""
+    mode, precision, _, *rest = label(r.spec).split(" ")
+    return " ".join([f"{machine_of(r.environment)}/{r.spec.device}", mode, precision, *rest])
+
+
 def _png(figure: object) -> bytes:
     plt = _pyplot()
     buffer = io.BytesIO()
@@ -185,7 +192,7 @@ def scaling_chart(results: Sequence[Result]) -> bytes | None:
     """Samples/s against batch size, for configurations measured at two batch sizes or more."""
     series: dict[str, list[tuple[int, float]]] = {}
     for r in _ok(results):
-        key = f"{r.spec.workload}: {_series_name(replace(r, spec=replace(r.spec, batch_size=0)))}"
+        key = f"{r.spec.workload}: {_without_batch(r)}"
         series.setdefault(key, []).append((r.spec.batch_size, r.samples_per_second or 0.0))
     series = {k: sorted(set(v)) for k, v in series.items() if len({b for b, _ in v}) > 1}
     series = dict(sorted(series.items(), key=lambda item: -len(item[1]))[:LINES])

@@ -58,10 +58,11 @@ SAMPLES_FOR_CI = 6  # the fewest for a distribution-free 95% CI of the median
 SAMPLE_CAP_S = 30.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OptimizeRequest:
     """One workload on one device: which levers to try, how long to time each rung, and how
-    far a rung's outputs may drift from fp32's."""
+    far a rung's outputs may drift from fp32's. It checks its sizes, counts and seconds as it
+    is made (UsageError, one line); the device, mode and levers are checked by `plan_ladder`."""
 
     workload: WorkloadRef
     device: str = ""  # one device name; "": the best available
@@ -76,6 +77,19 @@ class OptimizeRequest:
     timeout: float = 900.0  # per variant
     tolerance: Tolerance = Tolerance()
     budget: float = DEFAULT_BUDGET  # seconds for the whole search
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.workload, WorkloadRef):
+            raise UsageError(f"workload takes a WorkloadRef, not {self.workload!r}")
+        for name in ("batch_size", "prompt_length", "new_tokens", "epochs", "warmup"):
+            value, least = getattr(self, name), 0 if name == "warmup" else 1
+            if value is not None and (type(value) is not int or value < least):
+                raise UsageError(f"{name} must be an integer of {least} or more, not {value!r}")
+        for name in ("max_time", "timeout", "budget"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise UsageError(f"--{name.replace('_', '-')} must be a positive number of "
+                                 f"seconds, got {value:g}")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)  # ten fields: by name, never by position
@@ -124,8 +138,6 @@ def plan_ladder(request: OptimizeRequest) -> Ladder:
             time_cap=max(SAMPLE_CAP_S, 15 * seconds),
         )
     stop = mode_of(request.mode).sample_rule(stop)
-    if not request.budget > 0:
-        raise UsageError(f"--budget must be a positive number of seconds, got {request.budget:g}")
     not_tried = levers_not_tried(base, device, workload, request.levers)
     not_tried |= opt_in_not_asked(request.levers)
     return Ladder(

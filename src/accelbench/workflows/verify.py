@@ -79,7 +79,7 @@ MIN_BASELINE_ACCURACY = 0.9  # below it the baseline is still learning: runs dif
 FAILED = ("error", "oom", "timeout")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     """How to train and how strictly to judge."""
 
@@ -89,6 +89,17 @@ class Settings:
     tolerance: float = 2.0  # held-out accuracy, percentage points
     loss_tolerance: float = 0.1  # final loss, as a fraction of the baseline's first-epoch loss
     seed: int = 0  # the initial weights
+
+    def __post_init__(self) -> None:
+        """Checked as made (UsageError, one line): the library's callers skip the parser."""
+        for name, value in (("epochs", self.epochs), ("batch_size", self.batch_size)):
+            if value is not None and (type(value) is not int or value < 1):
+                raise UsageError(f"{name} must be a positive integer, not {value!r}")
+        if self.lr is not None and not self.lr > 0:
+            raise UsageError(f"lr must be a positive number, not {self.lr!r}")
+        for name, share in (("tolerance", self.tolerance), ("loss_tolerance", self.loss_tolerance)):
+            if not share >= 0:
+                raise UsageError(f"{name} must be 0 or more, not {share!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
