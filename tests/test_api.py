@@ -23,6 +23,11 @@ def test_every_public_name_loads_and_is_documented(name):
     assert re.search(rf"`{re.escape(name)}`", _api_section()), f"{name} is not in docs/api.md"
 
 
+def test_all_lists_exactly_the_names_that_load_lazily():
+    # __all__ is a literal list for type checkers; it must not drift from the lazy table
+    assert set(accelbench.__all__) == {"__version__", *accelbench._EXPORTS}
+
+
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         accelbench.nothing  # noqa: B018
@@ -39,8 +44,8 @@ def test_optimize_is_a_function_returning_what_the_command_renders(tmp_path):
     request; the value returned is the one the console and --json render."""
     db = tmp_path / "o.db"
     request = accelbench.OptimizeRequest(
-        accelbench.WorkloadRef("mlp"), device="cpu", mode="infer", levers=("threads",),
-        epochs=2, budget=120,
+        workload=accelbench.WorkloadRef("mlp"), device="cpu", mode="infer",
+        levers=("threads",), epochs=2, budget=120,
     )  # fmt: skip
     searched = accelbench.optimize(request, db=db)
     names = [v.rung.name for v in searched.verdicts]
@@ -52,6 +57,31 @@ def test_optimize_is_a_function_returning_what_the_command_renders(tmp_path):
 
 
 def test_a_bad_request_is_a_usage_error_before_anything_runs():
-    request = accelbench.OptimizeRequest(accelbench.WorkloadRef("mlp"), device="cpu", mode="x")
+    request = accelbench.OptimizeRequest(
+        workload=accelbench.WorkloadRef("mlp"), device="cpu", mode="x"
+    )
     with pytest.raises(accelbench.UsageError):
         accelbench.optimize(request)
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"batch_size": 0}, "batch_size must be an integer of 1 or more, not 0"),
+        ({"warmup": -1}, "warmup must be an integer of 0 or more, not -1"),
+        ({"budget": 0}, "--budget must be a positive number of seconds, got 0"),
+        ({"workload": "mlp"}, "workload takes a WorkloadRef, not 'mlp'"),
+    ],
+)
+def test_an_optimize_request_checks_itself_as_it_is_made(fields, said):
+    with pytest.raises(accelbench.UsageError, match=said):
+        accelbench.OptimizeRequest(**{"workload": accelbench.WorkloadRef("mlp"), **fields})
+
+
+def test_requests_of_more_than_four_fields_are_made_by_keyword():
+    for kind in (
+        accelbench.BenchmarkRequest, accelbench.OptimizeRequest, accelbench.ExportRequest,
+        accelbench.CalibrateRequest, accelbench.VerifySettings, accelbench.Filters,
+    ):  # fmt: skip
+        with pytest.raises(TypeError, match="positional"):
+            kind(accelbench.WorkloadRef("mlp"))

@@ -251,11 +251,13 @@ def test_cli_offers_the_library_vocabularies_themselves():
     from accelbench.backends import onnxruntime
     from accelbench.cli.main import build_parser
     from accelbench.core import result, vocab
+    from accelbench.core.modes import mode_names
     from accelbench.levers import find_lever
 
+    modes = mode_names()  # a registry: the same names, in registration order
     library = {
-        "mode": result.MODES,
-        "modes": result.MODES,
+        "mode": modes,
+        "modes": modes,
         "precision": result.PRECISIONS,
         "precisions": result.PRECISIONS,
         "status": result.STATUSES,
@@ -271,6 +273,10 @@ def test_cli_offers_the_library_vocabularies_themselves():
             assert offered == tuple(p for p in result.PRECISIONS if p != "int8")
         elif path == ("export",) and action.dest == "precision":  # what an exporter writes
             assert set(offered) < set(result.PRECISIONS)
+        elif action.dest == "mode" and offered is None:  # a filter: a stored plugin's mode too
+            assert action.help == "only this mode", path
+        elif action.dest in ("mode", "modes"):
+            assert tuple(offered) == modes, (path, action.dest)
         else:
             assert offered is library[action.dest], (path, action.dest)
     assert {("run", "modes"), ("run", "backends")} <= seen

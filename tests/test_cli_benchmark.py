@@ -1,6 +1,7 @@
 """The library plans as the CLI does: `accelbench.benchmark`, the typed requests that `run` and
 `optimize` build, and the levers' values handed to the sweep."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -25,9 +26,11 @@ def _run_request(*argv: str) -> BenchmarkRequest:
 def test_benchmark_measures_seed_cnn_on_the_cpu_as_run_does(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ACCELBENCH_DB", raising=False)
-    results = accelbench.benchmark(
-        "seed-cnn", devices="cpu", batch_sizes=(8,), epochs=2, verdict=False
-    )
+    request = BenchmarkRequest(
+        workloads=(WorkloadRef("seed-cnn"),), devices="cpu", batch_sizes=(8,), epochs=2,
+        verdict=False,
+    )  # fmt: skip
+    results = accelbench.benchmark(request)
     (result,) = results
     assert result.status == "ok", result.error
     assert (result.spec.workload, result.spec.device, result.spec.batch_size) == (
@@ -46,7 +49,10 @@ def test_benchmark_measures_seed_cnn_on_the_cpu_as_run_does(tmp_path, monkeypatc
 def test_benchmark_runs_each_configuration_in_a_worker_and_stores_it(tmp_path):
     db = tmp_path / "r.db"
     # A limit no spawned worker can meet: the worker is stopped and that is the Result.
-    (result,) = accelbench.benchmark("mlp", devices=["cpu"], epochs=1, timeout=0.01, db=db)
+    request = BenchmarkRequest(
+        workloads=(WorkloadRef("mlp"),), devices="cpu", epochs=1, timeout=0.01
+    )
+    (result,) = accelbench.benchmark(request, db=db)
     assert result.status == "timeout" and "the worker was stopped" in result.error
     with accelbench.Store(db) as store:
         assert [r.id for r in store.results()] == [result.id]
@@ -56,17 +62,43 @@ def test_benchmark_runs_each_configuration_in_a_worker_and_stores_it(tmp_path):
     ("options", "message"),
     [
         ({"modes": ("eval",)}, "unknown modes 'eval'; valid: train, infer"),
-        ({"precisions": ("fp64",)}, "precision: invalid value 'fp64'; valid: fp32, tf32"),
         ({"backends": ("tvm",)}, "unknown backends 'tvm'; valid: torch, onnxruntime,"),
-        (
-            {"warp": (1,)},
-            "unknown lever 'warp'; valid: precision, channels_last, attention, kv_cache, compile,",
-        ),
     ],
 )
 def test_benchmark_refuses_unknown_words_before_running(options, message):
+    request = BenchmarkRequest(workloads=(WorkloadRef("mlp"),), devices="cpu", **options)
     with pytest.raises(UsageError, match=message):
-        accelbench.benchmark("mlp", devices="cpu", **options)
+        accelbench.benchmark(request)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"levers": {"precision": ("fp8",)}}, "precision: invalid value 'fp8'; valid: fp32, tf32"),
+        (
+            {"levers": {"warp": (1,)}},
+            "unknown lever 'warp'; valid: precision, channels_last, attention, kv_cache, compile,",
+        ),
+        ({"batch_sizes": (8, 0)}, "batch_sizes must be positive integers, not 0"),
+        ({"new_tokens": (True,)}, "new_tokens must be positive integers, not True"),
+        ({"epochs": 0}, "epochs must be 1 or more, not 0"),
+        ({"warmup": -1}, "warmup must be 0 or more, not -1"),
+        ({"timeout": 0}, "timeout must be a positive number of seconds, not 0"),
+        ({"rounds": 2, "max_rounds": 4}, "--rounds 2 fixes the count; --max-rounds 4 caps"),
+        ({"max_batch": True, "batch_sizes": (8,)}, "--max-batch searches the batch size"),
+        ({"nodes": 2}, "--nnodes above 1 needs --rdzv-endpoint HOST:PORT"),
+        ({"workloads": ("mlp",)}, "workloads takes a tuple of WorkloadRef, not 'mlp'"),
+    ],
+)
+def test_a_benchmark_request_checks_itself_as_it_is_made(options, message):
+    with pytest.raises(UsageError, match=re.escape(message)) as caught:
+        BenchmarkRequest(devices="cpu", **options)
+    assert "\n" not in str(caught.value)
+
+
+def test_benchmark_takes_a_request_and_says_so_when_given_a_name():
+    with pytest.raises(UsageError, match="benchmark takes a BenchmarkRequest, not str"):
+        accelbench.benchmark("mlp")  # type: ignore[arg-type]
 
 
 def test_lever_values_are_every_levers_with_its_defaults():
@@ -90,7 +122,7 @@ def test_data_parallel_world_sizes_count_every_node_and_always_one():
     assert planned.sweep.values_of(find_lever("processes")) == (1, 4, 6)
     assert (planned.launch.nodes, planned.launch.endpoint) == (2, "host:29500")
     with pytest.raises(UsageError, match="--nnodes above 1 needs --rdzv-endpoint"):
-        plan(BenchmarkRequest(workloads=(WorkloadRef("mlp"),), devices="cpu", nodes=2))
+        BenchmarkRequest(workloads=(WorkloadRef("mlp"),), devices="cpu", nodes=2)
 
 
 def test_optimize_plans_its_ladder_from_a_request():
@@ -100,7 +132,7 @@ def test_optimize_plans_its_ladder_from_a_request():
     )  # fmt: skip
     request = optimize.request_from(args)
     assert request == OptimizeRequest(
-        WorkloadRef("mlp"),
+        workload=WorkloadRef("mlp"),
         device="cpu",
         levers=("compile",),
         epochs=2,

@@ -35,6 +35,11 @@ def stored(tmp_path_factory):
         ("environment", "", "its environment is not JSON: ''"),
         ("batch_size", "lots", "spec 'batch_size' has the wrong type (str)"),
         ("samples", "[-1.0, 0.5]", "samples must be positive, finite numbers of seconds"),
+        (
+            "precision",
+            "fp8",
+            "spec: unknown precision 'fp8'; valid: fp32, tf32, fp16, bf16, int8",
+        ),
     ],
 )
 def test_a_damaged_row_is_named_and_left_out(stored, tmp_path, column, value, said):

@@ -107,6 +107,10 @@ BAD_FILES = {
         lambda p: _broken(p, lambda d: d["results"][0]["spec"].update(steps_per_block=0)),
         "spec 'steps_per_block' must be 1 or more",
     ),
+    "unknown precision": (
+        lambda p: _broken(p, lambda d: d["results"][0]["spec"].update(precision="fp8")),
+        "result 1 of 2 is damaged: spec: unknown precision 'fp8'; valid: fp32, tf32",
+    ),
     "odd environment": (
         lambda p: _broken(p, lambda d: d["results"][0]["environment"].update(host=[1, 2])),
         "environment must map names to text",

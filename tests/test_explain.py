@@ -254,10 +254,25 @@ def test_run_profile_refuses_data_parallel_and_a_trace_of_many(tmp_path):
 def test_the_library_returns_the_same_record(tmp_path):
     import accelbench
 
-    found = accelbench.explain("mlp", device="cpu", mode="infer", epochs=2, db=tmp_path / "l.db")
+    request = accelbench.BenchmarkRequest(
+        workloads=(accelbench.WorkloadRef("mlp"),), devices="cpu", modes=("infer",), epochs=2
+    )
+    found = accelbench.explain(request, db=tmp_path / "l.db")
     assert isinstance(found, accelbench.Explanation)
     assert found.activity == "host" and found.steps >= 3
     assert found.syncs == ()  # mlp's step waits on nothing
+
+
+def test_the_library_refuses_a_request_of_several_configurations(tmp_path):
+    import accelbench
+
+    several = accelbench.BenchmarkRequest(
+        workloads=(accelbench.WorkloadRef("mlp"),), devices="cpu", modes=("train", "infer")
+    )
+    with pytest.raises(accelbench.UsageError, match="explain takes one configuration"):
+        accelbench.explain(several, db=tmp_path / "l.db")
+    with pytest.raises(accelbench.UsageError, match="explain takes a BenchmarkRequest"):
+        accelbench.explain("mlp")
 
 
 def test_a_result_that_was_not_profiled_says_why(tmp_path):

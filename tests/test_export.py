@@ -82,6 +82,39 @@ def test_cli_export_json_and_bad_input(tmp_path):
     assert target.returncode == 2 and "invalid value 'tflite'; valid: onnx, coreml" in target.stderr
 
 
+def test_export_is_a_function_returning_what_the_command_renders(tmp_path):
+    """The library exports as `accelbench export` does, from a typed request."""
+    pytest.importorskip("onnxruntime")
+    import accelbench
+
+    request = accelbench.ExportRequest(
+        workload=accelbench.WorkloadRef("mlp"), targets=("onnx",), out=tmp_path / "models"
+    )
+    exported = accelbench.export(request)
+    (report,) = exported.reports
+    assert exported.paths == (tmp_path / "models" / "mlp.fp32.onnx",)
+    assert exported.paths[0].stat().st_size == report.facts["bytes"]
+    assert report.validation["ok"] is True and exported.failed == ()
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"targets": ("tflite",)}, "unknown export target 'tflite'; valid: onnx, coreml"),
+        ({"targets": ()}, "unknown export target none; valid: onnx, coreml"),
+        ({"precision": "bf16"}, "unknown export precision 'bf16'; valid: fp32, fp16"),
+        ({"compute_units": "GPU"}, "unknown export compute units 'GPU'; valid: ALL,"),
+        ({"batch": 0}, "batch must be a positive integer, not 0"),
+        ({"workload": "mlp"}, "workload takes a WorkloadRef, not 'mlp'"),
+    ],
+)
+def test_an_export_request_checks_itself_as_it_is_made(fields, said):
+    from accelbench import ExportRequest
+
+    with pytest.raises(UsageError, match=said):
+        ExportRequest(**fields)
+
+
 @pytest.mark.parametrize("name", ["resnet50", "mobilenet_v3_large", "bert-base"])
 def test_seed_001_models_export_to_onnx_and_convert_to_coreml(tmp_path, name):
     """The issue's models: ONNX validated against PyTorch, Core ML converted and checked."""

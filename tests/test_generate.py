@@ -256,11 +256,12 @@ def test_levers_refuse_generate_with_their_reason_and_optimize_plans_it():
     assert reason is not None and reason.endswith("add --kv-cache static")
     static = spec_with(_generate_spec(), kv_cache="static", compile="default")
     assert unsupported(static, cpu, tiny) is None
-    ladder = plan_ladder(OptimizeRequest(WorkloadRef(TINY), device="cpu", mode="generate"))
+    request = OptimizeRequest(workload=WorkloadRef(TINY), device="cpu", mode="generate")
+    ladder = plan_ladder(request)
     assert (ladder.base.prompt_length, ladder.base.new_tokens) == (16, 8)  # the model's own
     assert ladder.stop.min_sample_s == 0.0  # one generation, one sample
     assert ladder.stop.time_cap == 30.0  # a far slower variant stops short of six samples
-    longer = OptimizeRequest(WorkloadRef(TINY), device="cpu", mode="generate", max_time=4.0)
+    longer = replace(request, max_time=4.0)
     assert plan_ladder(longer).stop.time_cap == 60.0  # or after 15 times --max-time
     assert ladder.not_tried["cuda_graphs"] == "cpu cannot capture graphs"
     assert ladder.not_tried["pruning"]

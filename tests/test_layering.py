@@ -1,5 +1,6 @@
 """The package's folders are layers: each imports only from layers below it, and no module
-imports itself back through others. Checked on the source with `ast`, lazy imports included."""
+imports itself back through others; no function is longer than docs/architecture.md allows.
+Checked on the source with `ast`, lazy imports included."""
 
 from __future__ import annotations
 
@@ -21,12 +22,14 @@ LAYERS = [
     "levers",
     "exporters",
     "backends",
+    "modes",
     "engine",
     "workflows",
     "render",
     "cli",
 ]
 TOP = len(LAYERS)  # the public API (accelbench/__init__.py) and __main__ sit above everything
+MAX_FUNCTION_LINES = 50  # about a screen; docs/architecture.md says so
 
 
 def _module_name(path: Path) -> str:
@@ -139,3 +142,14 @@ def test_lowest_layers_do_not_import_torch(layer):
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 names = [node.module]
             assert not any(n.split(".")[0] == "torch" for n in names), f"{path} imports torch"
+
+
+def test_no_function_is_longer_than_the_limit():
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1  # from `def`, decorators left out
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{_module_name(path)}.{node.name}: {lines} lines")
+    assert not long, f"over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(long)

@@ -187,3 +187,39 @@ def test_calibrate_leaves_the_convolution_tf32_switch_as_the_caller_set_it() -> 
             assert torch.backends.cudnn.allow_tf32 is setting
     finally:
         torch.backends.cudnn.allow_tf32 = before
+
+
+def test_calibrate_is_a_function_returning_what_the_command_renders(tmp_path) -> None:
+    """The library calibrates as `accelbench calibrate` does, from a typed request, and the
+    value it returns is the one the table and --json render."""
+    import accelbench
+    from accelbench.render.console import calibration_table
+    from accelbench.store.db import Store
+
+    request = accelbench.CalibrateRequest(
+        devices="cpu", precisions=("fp32",), size=64, repeats=1
+    )
+    (found,) = accelbench.calibrate(request, db=tmp_path / "c.db")
+    assert found.device == "cpu" and found.measured.flops["fp32"] > 0
+    assert found.to_dict()["flops"] == {"fp32": found.measured.flops["fp32"]}
+    with Store(tmp_path / "c.db") as store:
+        assert store.calibrations()[found.model] == found.measured
+    assert "cpu" in calibration_table([found]) and found.measured.source in calibration_table(
+        [found], width=400
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"precisions": ("int8",)}, "cannot calibrate precision 'int8'; valid: fp32, tf32"),
+        ({"precisions": ()}, "cannot calibrate precision none; valid: fp32, tf32"),
+        ({"size": 0}, "size must be a positive integer, not 0"),
+        ({"repeats": True}, "repeats must be a positive integer, not True"),
+    ],
+)
+def test_a_calibrate_request_checks_itself_as_it_is_made(fields, said) -> None:
+    import accelbench
+
+    with pytest.raises(UsageError, match=said):
+        accelbench.CalibrateRequest(**fields)

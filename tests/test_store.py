@@ -155,3 +155,17 @@ def test_a_version_5_database_gains_the_pruning_column_and_keeps_its_rows(tmp_pa
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
     conn.close()
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"precision": "fp8"}, "unknown precision 'fp8'; valid: fp32, tf32, fp16, bf16, int8"),
+        ({"status": "great"}, "unknown status 'great'; valid: ok, oom, error, timeout,"),
+    ],
+)
+def test_filters_outside_the_vocabulary_are_refused_not_matched_to_nothing(fields, said):
+    from accelbench.errors import UsageError
+
+    with pytest.raises(UsageError, match=said):
+        Filters(**fields)

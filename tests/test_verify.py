@@ -318,3 +318,19 @@ def test_reports_of_throughput_leave_verify_results_out():
     text = markdown_report([ok, failed_verify, failed_run])
     assert "run boom" in text  # a failed benchmark is listed as before
     assert "verify boom" not in text and "(train fp32 b32): ok" not in text
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"epochs": 0}, "epochs must be a positive integer, not 0"),
+        ({"batch_size": 2.5}, "batch_size must be a positive integer, not 2.5"),
+        ({"lr": 0.0}, "lr must be a positive number, not 0.0"),
+        ({"tolerance": -1}, "tolerance must be 0 or more, not -1"),
+    ],
+)
+def test_verify_settings_check_themselves_as_they_are_made(fields, said):
+    from accelbench.errors import UsageError
+
+    with pytest.raises(UsageError, match=said):
+        Settings(**fields)

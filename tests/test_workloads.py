@@ -107,3 +107,48 @@ def test_make_spec_refuses_bad_requests_in_one_line_of_the_error_tree(options, s
     with pytest.raises(UsageError, match=said.replace("(", r"\(")) as caught:
         make_spec(get_workload("seed-cnn"), CPU, **options)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"precision": "fp8"}, "unknown precision 'fp8'; valid: fp32, tf32, fp16, bf16, int8"),
+        ({"batch_size": 0}, "batch_size must be a positive integer, not 0"),
+        ({"steps_per_block": -1}, "steps_per_block must be a positive integer, not -1"),
+        ({"new_tokens": 2.5}, "new_tokens must be a positive integer, not 2.5"),
+    ],
+)
+def test_a_run_spec_checks_its_own_precision_and_sizes(fields, said):
+    """RunSpec checks itself as it is made, so a spec built anywhere (a lever's assign, a
+    library caller) is as checked as make_spec's; `replace` checks again."""
+    from dataclasses import replace
+
+    from accelbench.core.result import RunSpec
+    from accelbench.errors import UsageError
+
+    base = RunSpec("mlp", "cpu", 8, 1)
+    with pytest.raises(UsageError, match=said.replace("(", r"\(")):
+        RunSpec(**{**base.to_dict(), **fields})
+    with pytest.raises(UsageError, match=said.replace("(", r"\(")):
+        replace(base, **fields)
+
+
+def test_a_stored_spec_outside_the_vocabulary_is_a_damaged_record_not_a_usage_error():
+    from accelbench.core.result import RunSpec
+
+    data = {**RunSpec("mlp", "cpu", 8, 1).to_dict(), "precision": "fp8"}
+    with pytest.raises(ValueError, match="spec: unknown precision 'fp8'"):
+        RunSpec.from_dict(data)
+
+
+def test_each_closed_vocabulary_is_its_literal_type():
+    from typing import get_args
+
+    from accelbench.core import vocab
+
+    for words, kind in (
+        (vocab.PRECISIONS, vocab.Precision),
+        (vocab.STATUSES, vocab.Status),
+        (vocab.EXPORT_TARGETS, vocab.ExportTarget),
+    ):
+        assert words == get_args(kind) and len(set(words)) == len(words)

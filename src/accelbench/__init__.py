@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import modes as _modes  # noqa: F401  (the built-in modes register, without torch)
 from .core.version import __version__
 
 # public name -> module that defines it ("module:name" where the name there differs)
@@ -30,7 +31,14 @@ _EXPORTS = {
     "Filters": "store.db",
     "WorkloadRef": "workloads",
     "benchmark": "workflows.benchmark",
+    "BenchmarkRequest": "workflows.benchmark",
     "explain": "workflows.explain",
+    "export": "workflows.export",
+    "calibrate": "workflows.calibrate",
+    "CalibrateRequest": "workflows.calibrate",
+    "Calibration": "workflows.calibrate",
+    "ExportRequest": "workflows.export",
+    "Exported": "workflows.export",
     "Explanation": "analysis.explanation",
     "Device": "devices",
     "discover": "devices",
@@ -57,7 +65,60 @@ _EXPORTS = {
     "find_dimension": "levers",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+# spelled out, not derived from _EXPORTS, because type checkers read only a literal list to
+# know what a package re-exports (tests/test_api.py checks the two agree)
+__all__ = [
+    "AccelbenchError",
+    "BenchmarkRequest",
+    "CalibrateRequest",
+    "Calibration",
+    "Device",
+    "DeviceError",
+    "Explanation",
+    "ExportRequest",
+    "Exported",
+    "Filters",
+    "Lever",
+    "Measurement",
+    "MissingDependency",
+    "OptimizeRequest",
+    "Result",
+    "RunSpec",
+    "Searched",
+    "StopRule",
+    "Store",
+    "StoreError",
+    "Tolerance",
+    "UsageError",
+    "Variant",
+    "VerifySettings",
+    "Workload",
+    "WorkloadError",
+    "WorkloadRef",
+    "__version__",
+    "benchmark",
+    "calibrate",
+    "compare",
+    "discover",
+    "explain",
+    "export",
+    "find_dimension",
+    "get_workload",
+    "label",
+    "list_workloads",
+    "make_spec",
+    "measure",
+    "optimize",
+    "pick_device",
+    "recommend",
+    "register",
+    "register_lever",
+    "resolve_devices",
+    "run_config",
+    "run_one",
+    "track",
+    "verify",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -87,8 +148,10 @@ if TYPE_CHECKING:  # let type checkers and editors see the real names
     from .levers import Lever, Variant, find_dimension, label
     from .levers import register as register_lever
     from .store.db import Filters, Store
-    from .workflows.benchmark import benchmark
+    from .workflows.benchmark import BenchmarkRequest, benchmark
+    from .workflows.calibrate import CalibrateRequest, Calibration, calibrate
     from .workflows.explain import explain
+    from .workflows.export import Exported, ExportRequest, export
     from .workflows.optimize import Tolerance, recommend
     from .workflows.optimize_plan import OptimizeRequest, Searched, optimize
     from .workflows.verify import Settings as VerifySettings

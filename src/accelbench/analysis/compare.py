@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.levels import MIN_PROCESSES, log_interval, t_quantile
 from ..core.result import DEFAULT_BACKEND, Result, RunSpec, machine_of
+from ..core.vocab import DEFAULT_MODE
 from ..devices.kinds import BASELINE_DEVICE
 from .facts import Rounds, Verification
 
@@ -179,7 +180,8 @@ class Dimension:
 
 
 def _base(name: str, field: str, read: Callable[[Result], str], baseline: str) -> Dimension:
-    blank: Any = 0 if field == "batch_size" else ""
+    # any one value blanks a field out; a batch of 1 is one a RunSpec accepts
+    blank: Any = 1 if field == "batch_size" else ""
     return Dimension(
         name, read, lambda spec: replace(spec, **({field: blank} if field else {})), baseline
     )
@@ -191,7 +193,7 @@ BASE_DIMENSIONS: dict[str, Dimension] = {
     for d in (
         _base("device", "device", lambda r: r.spec.device, BASELINE_DEVICE),
         _base("machine", "", lambda r: machine_of(r.environment), ""),
-        _base("mode", "mode", lambda r: r.spec.mode, "train"),
+        _base("mode", "mode", lambda r: r.spec.mode, DEFAULT_MODE),
         _base("workload", "workload", lambda r: r.spec.workload, ""),
         _base("batch", "batch_size", lambda r: str(r.spec.batch_size), ""),
         _base("backend", "backend", lambda r: r.spec.backend, DEFAULT_BACKEND),

@@ -15,10 +15,10 @@ import torch
 
 from ..analysis.verdict import VERDICT
 from ..core.levels import log_interval
+from ..core.modes import mode_of
 from ..core.peaks import PeakFigures
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
-from ..core.vocab import GENERATE
 from ..devices import HOST_DEVICE, Device
 from ..devices.peaks import known_peaks
 from ..devices.state import PROBE_MACHINE_STATE, MachineState
@@ -71,7 +71,7 @@ def _count_on(workload: Workload, mode: str, device: torch.device, count: Any) -
         model = workload.build_model()
     inputs, targets = workload.make_batch(torch.Generator().manual_seed(0), _COUNT_BATCH)
     inputs, targets = inputs.to(device), targets.to(device)
-    loss = (lambda out: workload.loss(out, targets)) if mode == "train" else None
+    loss = (lambda out: workload.loss(out, targets)) if mode_of(mode).trains else None
     return float(count(model, inputs, workload.forward, loss)) / _COUNT_BATCH
 
 
@@ -79,7 +79,7 @@ def model_facts(workload: Workload, spec: RunSpec) -> dict[str, Any]:
     """What the parent needs to know of the model to derive its figures, found by running the
     model's code here, in the worker: FLOPs per sample of the mode's step, whether its forward
     takes channels_last inputs, and a generation's forward FLOPs (prefill and decode step)."""
-    if spec.mode == GENERATE:
+    if mode_of(spec).decodes:
         if not isinstance(workload, LanguageModel) or spec.prompt_length is None:
             return {}
         from .bandwidth import count_prefill_flops
@@ -114,7 +114,7 @@ class Analyzer:
         configuration on the same machine, lends the verdict its busy share."""
         if result.measurement is None:
             return result
-        if result.spec.mode == GENERATE:  # its phases have figures of their own
+        if mode_of(result.spec).decodes:  # its phases have figures of their own
             return self._generation(result, device)
         # Channel pruning made the model itself cheaper: its worker counted the pruned model.
         pruning = result.facts.get(Pruning)
@@ -176,7 +176,7 @@ class Analyzer:
             # A training step writes its saved activations and reads them back; inference
             # mostly reads. The peak working set once (inference) or twice (training) estimates
             # the step's traffic; caches in the peak make it rough, so the verdict says so.
-            bytes_per_step=(2.0 if spec.mode == "train" else 1.0) * memory if memory else None,
+            bytes_per_step=(2.0 if mode_of(spec).trains else 1.0) * memory if memory else None,
             step_ci=_per_step_ci(m, spec.steps_per_block),
             probe_ci=probe.ci if probe else None,
             paired_growth=_paired_growth(m, spec.steps_per_block, probe),

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from ..analysis.facts import COREML, LOAD_S
+from ..core.modes import mode_of
 from ..core.result import RunSpec
 from ..core.version import __version__
 from ..core.vocab import COREML as BACKEND
@@ -84,8 +85,8 @@ def unsupported(spec: RunSpec, device: Device) -> str | None:
             "Core ML runs on the Mac's CPU, GPU and Neural Engine as it chooses: its rows are "
             f"measured on the mps device, not {device.name}"
         )
-    if spec.mode != "infer":
-        return "Core ML is benchmarked for inference; train with the torch backend"
+    if not mode_of(spec).forward_only:
+        return f"Core ML is benchmarked for inference; mode {spec.mode} runs on the torch backend"
     for lever in active_levers(spec):
         if lever.torch_only:
             return f"{lever.title} is a PyTorch option; Core ML optimizes the model itself"
@@ -264,7 +265,7 @@ class CoreML(Backend):
         """On the Mac's device (where Core ML rows are filed): the switch to Core ML in fp32
         with every compute unit allowed, a variant of its own, and fp16 compute judged against
         it, so that the switch's gain is not credited to fp16. Both alone only."""
-        if base.mode != "infer" or not device.hosts_coreml:
+        if not mode_of(base).forward_only or not device.hosts_coreml:
             return []
         backend = backend_name(COMPUTE_UNITS[0])  # ALL: Core ML places each operator
         fp32 = replace(base, precision="fp32", backend=backend)

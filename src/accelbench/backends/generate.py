@@ -75,10 +75,7 @@ def generate_once(
         cache.reset()
     synchronize()  # nothing of this before the prefill's clock starts
     start = clock()
-    logits, cache = forward_with_cache(model, prompt, cache, position)
-    token = logits.argmax(dim=-1, keepdim=True)
-    if on_logits is not None:  # drift's generations, whose times are not kept
-        on_logits(logits)
+    logits, token, cache = _greedy_step(model, prompt, cache, position, None, on_logits)
     synchronize()
     before = clock()
     # a view would keep the whole prefill's logits alive (a model without logits_to_keep)
@@ -88,16 +85,31 @@ def generate_once(
         position = position[-1:] + 1  # on the device: no copy from the host each step
         # contiguous, as the timed steps' tokens are: a compiled step guards on strides
         fed = token if forced is None else forced[:, i : i + 1].contiguous()
-        logits, cache = forward_with_cache(model, fed, cache, position, decode)
-        token = logits.argmax(dim=-1, keepdim=True)
+        # rebinding `logits` lets the prefill's go, as soon as the first step has its own
+        logits, token, cache = _greedy_step(model, fed, cache, position, decode, on_logits)
         made.append(token)
-        if on_logits is not None:
-            on_logits(logits)
         synchronize()
         now = clock()
         steps.append(now - before)
         before = now
     return Phases(prefill_s, tuple(steps), torch.cat(made, dim=1), first)
+
+
+def _greedy_step(
+    model: nn.Module,
+    fed: torch.Tensor,
+    cache: Any,
+    position: torch.Tensor,
+    decode: Callable[..., Any] | None,
+    on_logits: Callable[[torch.Tensor], None] | None,
+) -> tuple[torch.Tensor, torch.Tensor, Any]:
+    """One forward of `generate_once` (the prefill's, or a decode step's): the last position's
+    logits, their argmax as the next token, and the cache grown by `fed`."""
+    logits, cache = forward_with_cache(model, fed, cache, position, decode)
+    token = logits.argmax(dim=-1, keepdim=True)
+    if on_logits is not None:  # drift's generations, whose times are not kept
+        on_logits(logits)
+    return logits, token, cache
 
 
 @dataclass

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..analysis.facts import ONNXRUNTIME
+from ..core.modes import mode_of
 from ..core.result import RunSpec
 from ..core.vocab import ONNXRUNTIME as BACKEND  # it expands to one backend per provider
 from ..devices import Device, HostTimer, MemoryReading, Timer
@@ -79,8 +80,10 @@ def unsupported(spec: RunSpec, device: Device) -> str | None:
     if provider is None:
         names = [backend_name(p) for p in device.onnxruntime_providers] or ["none"]
         return f"{device.name} takes ONNX Runtime backends {', '.join(names)}, not {spec.backend}"
-    if spec.mode != "infer":
-        return "ONNX Runtime is benchmarked for inference; train with the torch backend"
+    if not mode_of(spec).forward_only:
+        return (
+            f"ONNX Runtime is benchmarked for inference; mode {spec.mode} runs on the torch backend"
+        )
     for lever in active_levers(spec):
         if lever.torch_only:
             return (
@@ -204,7 +207,8 @@ def _quantize(path: Path, exported: Any, symmetric: bool) -> Path:
     )
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    class Batches(CalibrationDataReader):
+    # onnxruntime ships no type hints, so mypy sees its base class as Any
+    class Batches(CalibrationDataReader):  # type: ignore[misc]
         def __init__(self) -> None:
             from ..exporters.onnx import INPUT
 
@@ -286,7 +290,7 @@ class OnnxRuntime(Backend):
         """The switch to ONNX Runtime in fp32, a variant of its own, and int8 on the same
         provider judged against it: the switch's gain (its fused kernels, its thread pool) is
         not int8's. Both alone only: PyTorch's levers do not apply to a session."""
-        if base.mode != "infer":
+        if not mode_of(base).forward_only:
             return []
         # A provider of the device with int8 kernels runs them (TensorRT on NVIDIA), else its
         # first provider, which says why it cannot.

@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
 
 from .options import Commands, add_output_options
 from .output import db_path, emit_json, width
-
-if TYPE_CHECKING:
-    from ..devices import Device
-    from ..devices.peaks import PeakFigures
 
 
 def add_parser(commands: Commands) -> None:
@@ -32,41 +27,12 @@ def add_parser(commands: Commands) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    import platform
-
-    from ..devices import resolve_devices
-    from ..devices.peaks import calibrate, known_peaks
     from ..render.console import calibration_table
-    from ..store.db import Store
+    from ..workflows.calibrate import CalibrateRequest, calibrate
 
-    devices = resolve_devices(args.devices)
-    with Store(db_path(args)) as store:
-        rows = []
-        for device in devices:
-            measured = calibrate(device)
-            store.save_calibration(device.name, device.model, platform.node(), measured)
-            rows.append((device, measured, known_peaks(device.model)))
+    found = calibrate(CalibrateRequest(devices=args.devices), db=db_path(args))
     if args.json:
-        emit_json([_to_dict(*row) for row in rows])
+        emit_json([c.to_dict() for c in found])
     else:
-        print(calibration_table(rows, width=width()), end="")
+        print(calibration_table(found, width=width()), end="")
     return 0
-
-
-def _to_dict(
-    device: Device, measured: PeakFigures, published: PeakFigures | None
-) -> dict[str, Any]:
-    return {
-        "device": device.name,
-        "model": device.model,
-        "flops": dict(measured.flops),
-        "bandwidth": measured.bandwidth,
-        "source": measured.source,
-        "published": None
-        if published is None
-        else {
-            "flops": dict(published.flops),
-            "bandwidth": published.bandwidth,
-            "source": published.source,
-        },
-    }

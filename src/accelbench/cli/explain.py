@@ -5,9 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ..core.vocab import MODES
+from ..core.modes import DEFAULT_MODE
 from .lever_options import add_lever_options, lever_values
-from .options import Commands, add_model_options, add_output_options, count, workload_ref
+from .options import (
+    Commands,
+    add_model_options,
+    add_output_options,
+    count,
+    registered_modes,
+    workload_ref,
+)
 from .run import add_profile_options, add_timing, profile_request, run_and_print
 
 if TYPE_CHECKING:
@@ -32,7 +39,9 @@ def add_parser(commands: Commands) -> None:
     config.add_argument(
         "--device", default="", metavar="D", help="one device (default: the best available)"
     )
-    config.add_argument("--mode", choices=MODES, default="train", help="default: train")
+    config.add_argument(
+        "--mode", choices=registered_modes(), default=DEFAULT_MODE, help=f"default: {DEFAULT_MODE}"
+    )
     config.add_argument("--batch-size", type=count(1), metavar="N", help="default: the workload's")
     add_lever_options(explain, {config.title or "": config})
     add_timing(explain.add_argument_group("timing"))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from ..core.vocab import EXPORT_TARGETS
+from ..core.vocab import COMPUTE_UNITS, EXPORT_PRECISIONS, EXPORT_TARGETS
 from .options import Commands, ListOf, OneOf, add_json, add_model_options, count, workload_ref
 from .output import emit_json, width
 
@@ -28,7 +27,7 @@ def add_parser(commands: Commands) -> None:
         help="onnx, coreml (default: onnx)",
     )
     export.add_argument("--out", default=".", metavar="DIR", help="directory (default: .)")
-    export.add_argument("--precision", choices=("fp32", "fp16"), default="fp32")
+    export.add_argument("--precision", choices=EXPORT_PRECISIONS, default="fp32")
     export.add_argument(
         "--batch",
         type=count(1),
@@ -42,7 +41,7 @@ def add_parser(commands: Commands) -> None:
     export.add_argument(
         "--compute-units",
         default="ALL",
-        choices=("ALL", "CPU_AND_NE", "CPU_AND_GPU", "CPU_ONLY"),
+        choices=COMPUTE_UNITS,
         help="Core ML compute units (default: ALL)",
     )
     add_model_options(export.add_argument_group("your own model"))
@@ -57,46 +56,30 @@ def add_parser(commands: Commands) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-    from functools import partial
     from pathlib import Path
 
-    from ..exporters import export_model, library_output
-    from ..exporters.coreml import export_coreml
-    from ..exporters.onnx import export_onnx
     from ..render.console import export_table
-    from ..workloads import load_workload
+    from ..workflows.export import ExportRequest, export
 
-    ref = workload_ref(args)
-    if ref.custom and getattr(ref.options, "num_classes", None) is None:
-        # exporting trains nothing: a bare module needs no classes or loss here
-        ref = replace(ref, options=replace(ref.options, loss="mse"))
-    workload = load_workload(ref)
-    workload.check()  # a model that rejects its inputs: one line, before anything is exported
-    # torch.export specializes a dimension of size 1: a dynamic batch is traced with 2.
-    batch = max(args.batch, 2) if args.dynamic_batch else args.batch
-    exporters: dict[str, Any] = {
-        "onnx": export_onnx,
-        "coreml": partial(export_coreml, compute_units=args.compute_units),
-    }
-    with library_output(args.verbose) as hidden:
-        reports = export_model(
-            workload,
-            list(args.to),
-            Path(args.out),
-            exporters,
-            precision=args.precision,
-            batch=batch,
-            dynamic_batch=args.dynamic_batch,
-        )
+    request = ExportRequest(
+        workload=workload_ref(args),
+        targets=tuple(args.to),
+        out=Path(args.out),
+        precision=args.precision,
+        batch=args.batch,
+        dynamic_batch=args.dynamic_batch,
+        compute_units=args.compute_units,
+        verbose=args.verbose,
+    )
+    exported = export(request)
     if args.json:
-        emit_json([r.to_dict() for r in reports])
+        emit_json([r.to_dict() for r in exported.reports])
     else:
-        print(export_table(reports, width=width()), end="")
-    failed = [r for r in reports if r.validation.get("ok") is False]
-    if failed and hidden:
+        print(export_table(exported.reports, width=width()), end="")
+    if exported.failed and exported.hidden:
         print(
-            f"the exporting libraries printed {len(hidden)} line(s): --verbose shows them",
+            f"the exporting libraries printed {len(exported.hidden)} line(s): --verbose shows "
+            "them",
             file=sys.stderr,
         )
-    return 1 if failed else 0
+    return 1 if exported.failed else 0

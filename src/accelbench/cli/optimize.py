@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ..core.vocab import MODES
 from .options import (
     Commands,
     ListOf,
@@ -15,6 +14,7 @@ from .options import (
     count,
     from_args,
     positive,
+    registered_modes,
     seconds,
     share,
     workload_ref,
@@ -52,7 +52,9 @@ def add_parser(commands: Commands) -> None:
     optimize.add_argument(
         "--device", default="", metavar="D", help="one device (default: the best available)"
     )
-    optimize.add_argument("--mode", choices=MODES, default="infer", help="default: infer")
+    optimize.add_argument(
+        "--mode", choices=registered_modes(), default="infer", help="default: infer"
+    )
     optimize.add_argument(
         "--batch-size", type=count(1), metavar="N", help="default: the workload's"
     )

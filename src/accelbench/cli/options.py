@@ -12,7 +12,8 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias, TypeVar
 
-from ..core.vocab import MODES, PRECISIONS, STATUSES
+from ..core.modes import all_modes, mode_names
+from ..core.vocab import PRECISIONS, STATUSES
 from ..errors import UsageError
 
 __all__ = [
@@ -150,6 +151,20 @@ class OneOf:
         return self.valid[text] if isinstance(self.valid, Mapping) else text
 
 
+def registered_modes() -> tuple[str, ...]:
+    """The modes to offer, plugins' included: they load with the lever registry."""
+    from .. import levers  # noqa: F401
+
+    return mode_names()
+
+
+def modes_help(default: str) -> str:
+    """What each registered mode measures, for an option that offers them."""
+    registered_modes()
+    described = "; ".join(f"{mode.name}: {mode.help}" for mode in all_modes())
+    return f"{described} (default: {default})"
+
+
 class ListOf:
     """A comma-separated list, each item parsed by `item`, duplicates dropped."""
 
@@ -208,7 +223,8 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--workload", help="only this workload")
     group.add_argument("--device", help="only this device name, e.g. cuda:0")
     group.add_argument("--host", help="only results measured on this host")
-    group.add_argument("--mode", choices=MODES, help="only this mode")
+    # any name: a stored result's mode may be a plugin's that is not loaded now
+    group.add_argument("--mode", help="only this mode")
     group.add_argument("--precision", choices=PRECISIONS, help="only this precision")
     group.add_argument("--backend", help="only this backend, e.g. torch or onnxruntime-cpu")
     group.add_argument("--sweep", help="only this sweep id")

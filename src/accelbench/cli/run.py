@@ -7,7 +7,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..core.levels import DEFAULT_POLICY
-from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD, MODES
+from ..core.modes import DEFAULT_MODE
+from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
 from ..errors import UsageError
 from .lever_options import add_lever_options, lever_values
 from .options import (
@@ -19,6 +20,8 @@ from .options import (
     count,
     from_args,
     model_options,
+    modes_help,
+    registered_modes,
     seconds,
 )
 from .output import db_path, emit_json, exit_code, result_json, width
@@ -63,11 +66,10 @@ def _add_configurations(matrix: argparse._ArgumentGroup) -> None:
     matrix.add_argument("--devices", default="all", metavar="LIST", help=DEVICES_HELP)
     matrix.add_argument(
         "--modes",
-        type=ListOf(OneOf(MODES)),
-        default=("train",),
+        type=ListOf(OneOf(registered_modes())),
+        default=(DEFAULT_MODE,),
         metavar="LIST",
-        help="train, infer, generate (a language model's greedy decoding: prefill and each "
-        "token timed apart) (default: train)",
+        help=modes_help(DEFAULT_MODE),
     )
     matrix.add_argument(
         "--batch-sizes",
@@ -129,6 +131,12 @@ def _add_parallel(parallel: argparse._ArgumentGroup) -> None:
 
 def add_timing(timing: argparse._ArgumentGroup) -> None:
     """The stop rule's options and the per-configuration time limit (run, explain)."""
+    _add_stop_rule(timing)
+    _add_processes(timing)
+
+
+def _add_stop_rule(timing: argparse._ArgumentGroup) -> None:
+    """How long one configuration is timed, and how it warms up first."""
     timing.add_argument(
         "--epochs",
         type=count(1),
@@ -153,6 +161,10 @@ def add_timing(timing: argparse._ArgumentGroup) -> None:
         help="warm-up its before timing (default: 1; timed to a CI, not a fixed count, at least "
         "2, the last of which sizes its samples; a compiled decode step on generate at least 2)",
     )
+
+
+def _add_processes(timing: argparse._ArgumentGroup) -> None:
+    """In how many processes a configuration is measured, and how long each may take."""
     timing.add_argument(
         "--rounds",
         type=count(1),

@@ -86,7 +86,8 @@ class Scalar(Generic[T]):
         found = metrics.get(self.key)
         if found is None:
             return self.default
-        return _decode(found, self.hint, f"metrics.{self.key}")
+        decoded: T = _decode(found, self.hint, f"metrics.{self.key}")  # checked against hint
+        return decoded
 
 
 Kind = type | Scalar[Any]

@@ -9,12 +9,12 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from ..errors import UsageError
 from .facts import Facts, check
 from .stats import Measurement
-from .vocab import MODES, PRECISIONS, STATUSES, TORCH
+from .vocab import DEFAULT_MODE, PRECISIONS, STATUSES, TORCH, Precision, Status
 
 __all__ = [
-    "MODES",
     "PRECISIONS",
     "Result",
     "RunSpec",
@@ -60,18 +60,32 @@ class RunSpec:
 
     `prompt_length` and `new_tokens` are set for mode "generate" only (the prompt's tokens and
     the tokens decoded after it); None for every other mode, and then left out of `to_dict`.
+
+    A spec checks its own precision and sizes as it is made (UsageError, one line naming the
+    valid choices), so no caller checks them again; the mode and backend are open registries
+    above this layer, checked where they are looked up.
     """
 
     workload: str
     device: str
     batch_size: int
     steps_per_block: int
-    mode: str = "train"
-    precision: str = "fp32"
+    mode: str = DEFAULT_MODE
+    precision: Precision = "fp32"
     backend: str = DEFAULT_BACKEND
     levers: tuple[tuple[str, Value], ...] = ()
     prompt_length: int | None = None
     new_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise UsageError(
+                f"unknown precision {self.precision!r}; valid: {', '.join(PRECISIONS)}"
+            )
+        for name in _SIZES:
+            value = getattr(self, name)
+            if value is not None and (type(value) is not int or value < 1):  # a bool is no size
+                raise UsageError(f"{name} must be a positive integer, not {value!r}")
 
     def lever(self, name: str, default: Value) -> Value:
         """The value of lever `name`, `default` when it is not set."""
@@ -104,11 +118,18 @@ class RunSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunSpec:
+        """The spec `to_dict` made. A stored spec is data, not a request: what is wrong with
+        it is a ValueError, as with every damaged record (the store names it and leaves it
+        out)."""
         levers = data.get("levers", {})
-        return cls(**{**data, "levers": tuple(sorted(levers.items()))})
+        try:
+            return cls(**{**data, "levers": tuple(sorted(levers.items()))})
+        except UsageError as exc:
+            raise ValueError(f"spec: {exc}") from None
 
 
 _GENERATION_FIELDS = ("prompt_length", "new_tokens")
+_SIZES = ("batch_size", "steps_per_block", *_GENERATION_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -121,7 +142,7 @@ class Result:
     """
 
     spec: RunSpec
-    status: str
+    status: Status
     measurement: Measurement | None = None
     error: str = ""
     peak_memory: int | None = None
@@ -302,6 +323,7 @@ def _check_integer(name: str, value: Any) -> None:
 
 _SPEC_TYPES: dict[str, type | tuple[type, ...]] = {
     "str": str,
+    "Precision": str,  # which words are the vocabulary's is RunSpec's own check
     "int": int,
     "int | None": (int, type(None)),
 }

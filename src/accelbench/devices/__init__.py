@@ -44,7 +44,33 @@ _EXPORTS = {
     "set_tf32": "tf32_switch",
     "tf32": "tf32_switch",
 }
-__all__ = [*_EXPORTS]
+# spelled out, not derived from _EXPORTS, because type checkers read only a literal list to
+# know what this package re-exports (tests/test_devices.py checks the two agree)
+__all__ = [
+    "BACKENDS",
+    "BASELINE_DEVICE",
+    "HOST_DEVICE",
+    "KINDS",
+    "OUT_OF_MEMORY",
+    "PREFERENCE",
+    "Device",
+    "DeviceBackend",
+    "DtypeSupport",
+    "EventTimer",
+    "HostTimer",
+    "MemoryReading",
+    "Timer",
+    "cpu_model",
+    "discover",
+    "find_device",
+    "is_baseline",
+    "is_out_of_memory",
+    "mentions_out_of_memory",
+    "pick_device",
+    "resolve_devices",
+    "set_tf32",
+    "tf32",
+]
 
 
 def __getattr__(name: str) -> Any:

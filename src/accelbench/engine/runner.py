@@ -14,9 +14,10 @@ from ..analysis.facts import DRIFT, GENERATION, MEMORY_TENSORS_ONLY
 from ..analysis.metrics import model_facts
 from ..backends import Runnable, block_function, build, checks_drift, unsupported
 from ..backends.base import backend_for
+from ..core.modes import find_mode, mode_of
 from ..core.result import Result, RunSpec
 from ..core.stats import Measurement
-from ..core.vocab import BACKENDS, GENERATE, MODES, PRECISIONS
+from ..core.vocab import BACKENDS, Status
 from ..devices import Device, MemoryReading, is_out_of_memory
 from ..devices.base import PeakSampler
 from ..devices.fingerprint import fingerprint
@@ -28,8 +29,9 @@ from ..devices.power import (
     SAMPLES_PER_S_PER_WATT,
     PowerMeter,
 )
+from ..devices.state import StateMeter
 from ..errors import UsageError, one_line
-from ..levers import Prepared, find_lever, refused_by_model, spec_with, warmup_needed
+from ..levers import refused_by_model, spec_with, warmup_needed
 from ..workloads import Workload
 from .facts import (
     CPU_FALLBACK_OPS,
@@ -89,19 +91,11 @@ def make_spec(workload: Workload, device: Device, **options: Any) -> RunSpec:
 
 
 def _check_fields(spec: RunSpec) -> None:
-    """The spec's own fields against their vocabularies (core/vocab, the backends')."""
-    for name, value, valid in (
-        ("mode", spec.mode, MODES),
-        ("precision", spec.precision, PRECISIONS),
-    ):
-        if value not in valid:
-            raise UsageError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+    """The spec's fields that are open registries (the modes, the backends'); RunSpec checks
+    its closed vocabularies and sizes itself, as it is made."""
+    find_mode(spec.mode)  # an unknown one: one line naming the modes registered
     if backend_for(spec.backend) is None:
         raise UsageError(f"unknown backend {spec.backend!r}; valid: {', '.join(BACKENDS)}")
-    for name in ("batch_size", "steps_per_block", "prompt_length", "new_tokens"):
-        value = getattr(spec, name)
-        if value is not None and (type(value) is not int or value < 1):  # a bool is no size
-            raise UsageError(f"{name} must be a positive integer, not {value!r}")
 
 
 def run_config(
@@ -133,37 +127,53 @@ def run_config(
     """
     process = process or Round(0, stop, planned=1)
     base = Result(spec=spec, status="error", environment=fingerprint(device))
-    # The probe feeds the bottleneck verdict; a generation's phases carry their own "why".
-    probe = probe and spec.mode != GENERATE
     reason = unsupported(spec, device, workload)
     if reason:
         return replace(base, status="unsupported", error=reason)
-    first = process.first
     try:
         workload.check()  # the model's code first runs here: in the worker, under its timeout
         refused = refused_by_model(spec, workload)  # a lever the model itself cannot take
         if refused:
             return replace(base, status="unsupported", error=refused)
         with device.context():
-            check_drift = first and (drift or checks_drift(spec))
-            timed = _time(spec, workload, device, process, on_block, check_drift, profile)
-            step_s = timed.measurement.time.median / spec.steps_per_block
-            probed, probe_s = _after(
-                probe, paired_probe, timed.prep, workload, device, step_s, process
+            timed, derived, phases = _time_then_derive(
+                spec, workload, device, process, on_block, drift, profile, probe, latency
             )
-            timed = replace(timed, prep=None)  # the device is free for what follows
-            single = first and latency and spec.mode == "infer" and spec.processes == 1
-            latencies, latency_s = _after(
-                single, _latency, spec, workload, device, timed.measurement
-            )
-            facts, count_s = _after(first, model_facts, workload, spec)
     except Exception as exc:  # a failure is data: the sweep goes on
-        status = "oom" if is_out_of_memory(exc) else "error"
+        status: Status = "oom" if is_out_of_memory(exc) else "error"
         return replace(base, status=status, error=one_line(exc))
     # The measurement stands whatever happens below: derived figures only add to it.
-    phases = _phases(timed, probe_s, latency_s, count_s)
     said = {MODEL_OUTPUT: workload.output_note} if workload.output_note else {}
-    return _measured(base, timed, {**probed, **latencies, **facts, **said}, phases)
+    return _measured(base, timed, {**derived, **said}, phases)
+
+
+def _time_then_derive(
+    spec: RunSpec,
+    workload: Workload,
+    device: Device,
+    process: Round,
+    on_block: Callable[[int, float], None] | None,
+    drift: bool,
+    profile: ProfileRequest | None,
+    probe: bool,
+    latency: bool,
+) -> tuple[_Timed, dict[str, Any], dict[str, float]]:
+    """`run_config`'s work on the device: the timed configuration, the figures derived after
+    its samples (the paired probe, the latency at batch 1, the model's facts), and where the
+    seconds went. The arguments are `run_config`'s."""
+    first = process.first
+    check_drift = first and (drift or checks_drift(spec))
+    timed = _time(spec, workload, device, process, on_block, check_drift, profile)
+    step_s = timed.measurement.time.median / spec.steps_per_block
+    # The probe feeds the bottleneck verdict; a generation's phases carry their own "why".
+    probe = probe and mode_of(spec).probes
+    probed, probe_s = _after(probe, paired_probe, timed.prep, workload, device, step_s, process)
+    timed = replace(timed, prep=None)  # the device is free for what follows
+    single = first and latency and mode_of(spec).forward_only and spec.processes == 1
+    latencies, latency_s = _after(single, _latency, spec, workload, device, timed.measurement)
+    facts, count_s = _after(first, model_facts, workload, spec)
+    phases = _phases(timed, probe_s, latency_s, count_s)
+    return timed, {**probed, **latencies, **facts}, phases
 
 
 def _parameters(prep: Runnable) -> dict[str, Any]:
@@ -271,11 +281,7 @@ def _time(
             block_function(prep), prep.timer, stop, on_block, phases, process.repeat
         )
     memory = _sampled(prep.peak_memory(), sampler)  # before the drift check builds more
-    recorded = {**prep.info, **state.to_metrics(), **_parameters(prep)}
-    if watch:
-        recorded[CPU_FALLBACK_OPS] = list(dict.fromkeys(fallbacks))
-    if GENERATION in recorded:  # every generation's phases, logged: keep the timed ones'
-        recorded[GENERATION] = recorded[GENERATION].summary(measurement, spec.steps_per_block)
+    recorded = _recorded(spec, prep, state, measurement, fallbacks if watch else None)
     profile_s = None
     if profile is not None:  # after the samples, never inside them
         started = time.perf_counter()
@@ -288,6 +294,25 @@ def _time(
         recorded[DRIFT] = _drift(prep, workload, device)
         drift_s = time.perf_counter() - started
     return _Timed(measurement, memory, setup, meter, recorded, drift_s, profile_s, prep)
+
+
+def _recorded(
+    spec: RunSpec,
+    prep: Runnable,
+    state: StateMeter,
+    measurement: Measurement,
+    fallbacks: list[str] | None,
+) -> dict[str, Any]:
+    """What the backend, its steps and the state meter recorded over the samples, with the
+    operators that fell back to the CPU where they were watched for (None: not watched)."""
+    recorded = {**prep.info, **state.to_metrics(), **_parameters(prep)}
+    if fallbacks is not None:
+        recorded[CPU_FALLBACK_OPS] = list(dict.fromkeys(fallbacks))
+    if GENERATION in recorded:  # every generation's phases, logged: keep the timed ones'
+        recorded[GENERATION] = recorded[GENERATION].summary(
+            measurement, spec.steps_per_block
+        )
+    return recorded
 
 
 def _sampled(memory: MemoryReading, sampler: PeakSampler | None) -> MemoryReading:
@@ -326,25 +351,19 @@ def _power(meter: PowerMeter, measurement: Measurement, spec: RunSpec) -> dict[s
 
 
 def _drift(prep: Runnable, workload: Workload, device: Device) -> dict[str, Any]:
-    """The configuration's outputs against the fp32 model's. A training configuration is
-    compared at its initial weights, built again for inference, eagerly: compiling the
-    inference graph too would cost as much again (10 s for resnet50 on an H200) to measure
-    compile's own fp32 drift, which its inference variants measure (4e-7 on seed 000's CNN)."""
+    """The configuration's outputs against the fp32 model's, as its mode checks them: its own
+    way (a generation's tokens), or the outputs of the configuration the mode names (training
+    is compared at its initial weights, built again for inference, eagerly: see modes/train)."""
     from ..analysis.drift import compare_outputs, reference_outputs
 
-    spec = prep.spec
+    spec, mode = prep.spec, mode_of(prep.spec)
     try:
-        if spec.mode == GENERATE:
-            from ..backends.generate import generation_drift
-
-            assert isinstance(prep, Prepared)  # only PyTorch generates
-            return generation_drift(prep)
-        if spec.mode == "train":
-            # the same computation, for inference; a CUDA graph would only replay it
-            infer = replace(spec, mode="infer")
-            for name, off in (("cuda_graphs", False), ("compile", "")):
-                infer = find_lever(name).assign(infer, off)
-            prep = build(infer, workload, device)
+        own = mode.own_drift(prep)
+        if own is not None:
+            return own
+        other = mode.drift_spec(spec)
+        if other is not None:
+            prep = build(other, workload, device)
         candidate = prep.outputs()
         reference = reference_outputs(workload, spec.batch_size)
         return compare_outputs(reference, candidate, classifier=workload.num_classes is not None)

@@ -11,8 +11,8 @@ from typing import Any
 
 from ..analysis.facts import Rounds
 from ..backends import expand_backends
+from ..core.modes import DEFAULT_MODE, mode_of
 from ..core.result import DEFAULT_BACKEND, Result, RunSpec, Value
-from ..core.vocab import GENERATE
 from ..devices import Device
 from ..errors import UsageError
 from ..levers import Lever, all_levers, warmup_needed
@@ -53,7 +53,7 @@ class Sweep:
 
     workloads: tuple[WorkloadRef, ...]
     devices: tuple[str, ...]
-    modes: tuple[str, ...] = ("train",)
+    modes: tuple[str, ...] = (DEFAULT_MODE,)
     batch_sizes: tuple[int | None, ...] = (None,)
     levers: LeverValues = ()
     backends: tuple[str, ...] = (DEFAULT_BACKEND,)  # a name may stand for several (providers)
@@ -84,8 +84,8 @@ class Sweep:
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
     def stop_rule(self, workload: Workload, processes: int = 1, mode: str = "") -> StopRule:
-        """When to stop timing. A generation is synchronized at every token already, so the
-        adaptive rule times each one alone (no grouping of short blocks into one sample)."""
+        """When to stop timing, as the mode times its samples (a generation is synchronized at
+        every token already, so the adaptive rule times each one alone)."""
         blocks = self.blocks
         if blocks is None and (self.max_time is None or processes > 1):
             # Data-parallel ranks step together, so they must all time the same count.
@@ -93,7 +93,7 @@ class Sweep:
         rule = StopRule(blocks=blocks, warmup=self.warmup)
         if self.max_time is not None:
             rule = replace(rule, max_time=self.max_time)
-        return replace(rule, min_sample_s=0.0) if mode == GENERATE else rule
+        return mode_of(mode).sample_rule(rule) if mode else rule
 
     def configs(self, workloads: Sequence[Workload], devices: Sequence[Device]) -> list[Config]:
         """Every configuration, in a stable order: workload, device, mode, precision, batch
@@ -146,14 +146,15 @@ class Sweep:
     ) -> tuple[tuple[int | None, ...], tuple[int | None, ...]]:
         """The prompt lengths and new tokens of `mode`: the language model's defaults where
         not given; (None,) each for the other modes."""
-        if mode != GENERATE or not isinstance(workload, LanguageModel):
+        if not mode_of(mode).decodes or not isinstance(workload, LanguageModel):
             return (None,), (None,)
         prompts = tuple(p or workload.prompt_length for p in self.prompt_lengths)
         return prompts, tuple(n or workload.new_tokens for n in self.new_tokens)
 
     def _check_generation(self, workloads: Sequence[Workload]) -> None:
         """Generate's options and workloads, each problem in one line before anything runs."""
-        if GENERATE not in self.modes:
+        decoding = [mode for mode in self.modes if mode_of(mode).decodes]
+        if not decoding:
             if (self.prompt_lengths, self.new_tokens) != ((None,), (None,)):
                 raise UsageError("--prompt-lengths and --new-tokens apply to --modes generate only")
             return
@@ -161,7 +162,7 @@ class Sweep:
             if number is not None and number < 1:
                 raise UsageError(f"prompt lengths and new tokens must be 1 or more, not {number}")
         for workload in workloads:
-            check_language_model(workload, self._generation_axes(GENERATE, workload))
+            check_language_model(workload, self._generation_axes(decoding[0], workload))
 
 
 def check_language_model(

@@ -35,6 +35,7 @@ from typing import Any
 from ..analysis.explanation import ProfileRequest
 from ..analysis.facts import LEFT_RUNNING
 from ..core.result import Result, RunSpec
+from ..core.vocab import Status
 from ..errors import UsageError, WorkloadError
 from ..levers import NO_ENTRY_POINTS, PLUGINS
 from ..workloads import Workload, WorkloadRef, load_workload
@@ -245,7 +246,7 @@ def _run_isolated(
     ended = _isolated(_worker, job, timeout, on_block)
     outcome = ended.sent
     if not isinstance(outcome, Result):
-        status = "error" if ended.outcome is None else "timeout"
+        status: Status = "error" if ended.outcome is None else "timeout"
         error = _failure(ended.outcome, timeout, ended.exitcode)
         outcome = Result(spec=spec, status=status, error=error)
     if ended.stopped:

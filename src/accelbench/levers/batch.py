@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..core.modes import mode_of
 from ..core.result import RunSpec, Value
 from .base import Lever, Variant, register
 
@@ -63,7 +64,7 @@ class LargerBatch(Lever):
     @staticmethod
     def caveat(spec: RunSpec) -> str:
         """What a user must know before taking the larger batch."""
-        if spec.mode == "train":
+        if mode_of(spec).trains:
             return (
                 "a larger batch changes the optimization: the learning rate (and warm-up) may "
                 "need retuning, and convergence is not measured here"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..core.modes import mode_of
 from ..core.result import RunSpec, Value
-from ..core.vocab import GENERATE
 from .base import Lever, Prepared, Variant, register
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class Compile(Lever):
         return "compile" if value == "default" else f"compile:{value}"
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
-        if spec.mode == GENERATE and not spec.lever("kv_cache", ""):
+        if mode_of(spec).decodes and not spec.lever("kv_cache", ""):
             return (
                 "a dynamic KV cache changes the decode step's shapes at every token, so "
                 "torch.compile would recompile; add --kv-cache static"
@@ -60,7 +60,7 @@ class Compile(Lever):
         import torch
 
         # Compilation happens lazily on the first call: in the first warm-up block.
-        if prep.spec.mode == GENERATE:
+        if mode_of(prep.spec).decodes:
             # The decode steps only, one shape each (dynamic=False: the prefill's shape must
             # not make them dynamic); the prefill runs eagerly and fills the static cache
             # outside any graph, as transformers' compiled generate() does.
@@ -74,12 +74,12 @@ class Compile(Lever):
         # the second's prefill still ran 1.9-2.5x the later ones' on the H200 (14 runs of
         # llama-1b at batch 1, BENCHMARKS.md batches L and L2), its decode steps not. Whether
         # a compiled forward's CUDA graphs (train, infer) need it too was not measured.
-        return 2 if spec.mode == GENERATE and self.active(spec) else 0
+        return 2 if mode_of(spec).decodes and self.active(spec) else 0
 
     def code(self, spec: RunSpec, device: Device) -> list[str]:
         value = self.value(spec)
         mode = "" if value == "default" else f', mode="{value}"'
-        if spec.mode == GENERATE:
+        if mode_of(spec).decodes:
             return [
                 f"decode = torch.compile(model.forward{mode}, dynamic=False)"
                 "  # the decode steps; the prefill runs model(...) eagerly"
@@ -87,12 +87,12 @@ class Compile(Lever):
         return [f"model = torch.compile(model{mode})"]
 
     def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
-        if base.mode == GENERATE:
+        if mode_of(base).decodes:
             return []  # the static KV cache's variant compiles it (levers/kv_cache)
         return [Variant("compile", self.assign(base, "default"), self.name)]
 
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
-        if base.mode == GENERATE and group == self.name:
+        if mode_of(base).decodes and group == self.name:
             return "on generate it is tried with the static KV cache (the kv_cache group)"
         return ""
 

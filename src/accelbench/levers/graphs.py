@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..core.modes import mode_of
 from ..core.result import RunSpec, Value
 from .base import Prepared, Switch, Variant, register
 
@@ -28,7 +29,7 @@ class CudaGraphs(Switch):
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
         if not device.can_capture_graphs:
             return f"{device.name} cannot capture CUDA graphs"
-        if spec.precision == "fp16" and spec.mode == "train":
+        if spec.precision == "fp16" and mode_of(spec).trains:
             return "fp16 training's GradScaler reads a flag on the host every step"
         compile_mode = spec.lever("compile", "")
         if compile_mode in _SELF_CAPTURING:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..core.modes import mode_of
 from ..core.result import RunSpec, Value
-from ..core.vocab import GENERATE
 from .base import Lever, Prepared, Variant, find_lever, register
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class KVCache(Lever):
         return "static-cache" if value else ""
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
-        if spec.mode != GENERATE:
+        if not mode_of(spec).decodes:
             return "a KV cache is kept only in mode generate"
         return None
 
@@ -67,7 +67,7 @@ class KVCache(Lever):
         """A static cache pays through torch.compile (alone it only stops the cache's copies),
         so the search measures the two together: with CUDA graphs where the device has them,
         as transformers' own compiled generate() does."""
-        if base.mode != GENERATE:
+        if not mode_of(base).decodes:
             return []
         mode = "reduce-overhead" if device.can_capture_graphs else "default"
         spec = find_lever("compile").assign(self.assign(base, "static"), mode)
@@ -75,4 +75,4 @@ class KVCache(Lever):
         return [Variant(name, spec, self.name)]
 
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
-        return "" if base.mode == GENERATE else "a KV cache is kept only in mode generate"
+        return "" if mode_of(base).decodes else "a KV cache is kept only in mode generate"

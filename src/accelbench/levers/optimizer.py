@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..core.modes import mode_of
 from ..core.result import RunSpec, Value
 from .base import Lever, Prepared, Variant, register
 
@@ -73,7 +74,7 @@ class OptimizerImpl(Lever):
 
     @staticmethod
     def _why_not(spec: RunSpec) -> str:
-        return "" if spec.mode == "train" else "an optimizer lever; inference has no optimizer step"
+        return "" if mode_of(spec).trains else "an optimizer lever; inference has no optimizer step"
 
 
 def _check(optimizer: Any, value: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..core.modes import mode_of
 from ..core.result import RunSpec, Value
 from .base import Lever, Prepared, register
 from .threads import positive_count
@@ -47,7 +48,7 @@ class DataParallel(Lever):
         reason = device.dist_unsupported()  # the device says why (MPS: no collectives)
         if reason:
             return reason
-        if spec.mode != "train":
+        if not mode_of(spec).trains:
             return "data parallelism exchanges gradients: it applies to training only"
         if spec.lever("cuda_graphs", False):
             return "CUDA graphs are not combined with DistributedDataParallel here"

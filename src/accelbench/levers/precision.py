@@ -8,10 +8,11 @@ Its value is `RunSpec.precision`, a field of its own (every backend reads it), n
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
+from ..core import vocab
+from ..core.modes import mode_of
 from ..core.result import PRECISIONS, RunSpec, Value
-from ..core.vocab import GENERATE
 from .base import Lever, Prepared, Variant, register
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ class Precision(Lever):
         return spec.precision
 
     def assign(self, spec: RunSpec, value: Value) -> RunSpec:
-        return replace(spec, precision=str(value))
+        return replace(spec, precision=cast(vocab.Precision, str(value)))  # RunSpec checks the word
 
     def active(self, spec: RunSpec) -> bool:
         return True  # every run has a precision; fp32 pins the TF32 switches off
@@ -73,13 +74,13 @@ class Precision(Lever):
         # PyTorch's defaults differ (cuDNN TF32 on, matmul TF32 off); make "fp32" mean fp32.
         set_tf32(value == "tf32")
         dtype = _AUTOCAST.get(str(value))
-        if dtype and prep.spec.mode == GENERATE:
+        if dtype and mode_of(prep.spec).decodes:
             # A decoder is served in its dtype: cast the weights (and so the KV cache) once.
             # Autocast would re-cast fp32 weights at every decode step, reading them twice.
             prep.model = prep.model.to(getattr(torch, dtype))
             return
         prep.autocast_dtype = getattr(torch, dtype) if dtype else None
-        if value == "fp16" and prep.spec.mode == "train":
+        if value == "fp16" and mode_of(prep.spec).trains:
             # fp16 gradients underflow without loss scaling; the scaler's inf check syncs.
             prep.scaler = torch.amp.GradScaler(prep.device.autocast_type)
 
@@ -93,10 +94,10 @@ class Precision(Lever):
             return []
         kind = device.autocast_type
         dtype = f"torch.{_AUTOCAST[spec.precision]}"
-        if spec.mode == GENERATE:
+        if mode_of(spec).decodes:
             return [f"model = model.to({dtype})  # weights and KV cache in {spec.precision}"]
         lines = [f'with torch.autocast("{kind}", dtype={dtype}):  # around the forward pass']
-        if spec.precision == "fp16" and spec.mode == "train":
+        if spec.precision == "fp16" and mode_of(spec).trains:
             lines.append(f'scaler = torch.amp.GradScaler("{kind}")  # scale the loss, as usual')
         return lines
 
@@ -142,6 +143,6 @@ class Precision(Lever):
 
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
         if group in ("backend", "int8"):
-            inference = base.mode == "infer"
+            inference = mode_of(base).forward_only
             return "" if inference else f"an inference lever; the search is for {base.mode}"
         return "" if low_precisions(device) else f"{device.name} runs fp32 only"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..core.modes import mode_of
 from ..core.result import RunSpec, Value
 from .base import Lever, Prepared, Variant, register
 
@@ -71,7 +72,7 @@ class Pruning(Lever):
         return f"pruned-{value}"
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
-        if spec.mode != "infer":
+        if not mode_of(spec).forward_only:
             return (
                 "pruning is an inference lever here (a pruned model needs fine-tuning, which a "
                 "training benchmark does not do); use --modes infer"
@@ -117,9 +118,13 @@ class Pruning(Lever):
         return ""
 
     def variants(self, base: RunSpec, device: Device, workload: Workload) -> list[Variant]:
-        if base.mode != "infer":
+        if not mode_of(base).forward_only:
             return []
         return [Variant(f"pruned {p}", self.assign(base, p), self.name, late=True) for p in LADDER]
 
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
-        return "" if base.mode == "infer" else f"an inference lever; the search is for {base.mode}"
+        return (
+            ""
+            if mode_of(base).forward_only
+            else f"an inference lever; the search is for {base.mode}"
+        )

@@ -7,8 +7,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.compare import BASE_DIMENSIONS, FASTEST, Dimension
-from ..core.result import DEFAULT_BACKEND, PRECISIONS, RunSpec
-from ..core.vocab import GENERATE
+from ..core.modes import mode_of
+from ..core.result import DEFAULT_BACKEND, RunSpec
 from ..errors import UsageError
 from .base import Lever, all_levers, find_lever
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def label(spec: RunSpec) -> str:
     """A short human name for the configuration, e.g. 'train bf16 b256 channels_last compile'."""
     parts = [spec.mode, spec.precision, f"b{spec.batch_size}"]
-    if spec.mode == GENERATE:  # the prompt's tokens, then the new ones: "p128 n32"
+    if mode_of(spec).decodes:  # the prompt's tokens, then the new ones: "p128 n32"
         parts += [f"p{spec.prompt_length}", f"n{spec.new_tokens}"]
     parts += [lever.label(lever.value(spec)) for lever in all_levers() if lever.active(spec)]
     known = {lever.name for lever in all_levers()}
@@ -56,7 +56,7 @@ def unsupported_reason(spec: RunSpec, device: Device, workload: Workload) -> str
     """The first reason an active lever cannot run here, as 'lever: reason', or None."""
     for lever in active_levers(spec):
         reason = lever.unsupported(spec, device, workload)
-        if not reason and spec.mode == GENERATE and not lever.generates:
+        if not reason and mode_of(spec).decodes and not lever.generates:
             reason = "not measured with mode generate yet"
         if reason:
             return f"{lever.name}: {reason}"
@@ -84,9 +84,8 @@ def spec_with(spec: RunSpec, **values: Any) -> RunSpec:
 
 
 def check_levers(spec: RunSpec) -> None:
-    """A stored or imported spec's lever values: ValueError names the first that is wrong."""
-    if spec.precision not in PRECISIONS:
-        raise ValueError(f"unknown precision {spec.precision!r}; valid: {', '.join(PRECISIONS)}")
+    """A stored or imported spec's lever values: ValueError names the first that is wrong.
+    (Its precision the RunSpec checked as it was read.)"""
     for name, value in spec.levers:
         try:
             lever = find_lever(name)
@@ -112,7 +111,7 @@ def eager(spec: RunSpec) -> RunSpec:
 CONFIGURATION = Dimension(
     name="configuration",
     read=lambda r: label(r.spec),
-    neutral=lambda spec: RunSpec(spec.workload, spec.device, 0, 0, mode=spec.mode),
+    neutral=lambda spec: RunSpec(spec.workload, spec.device, 1, 1, mode=spec.mode),
     baseline=FASTEST,
 )
 

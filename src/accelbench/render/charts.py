@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .. import levers
 from ..analysis.explanation import CATEGORIES, Explanation
 from ..analysis.facts import Drift
+from ..core.modes import mode_of
 from ..core.result import Result, machine_of
 from ..errors import require
 from ..levers import label
@@ -61,6 +62,13 @@ def _series_name(r: Result) -> str:
     return f"{machine_of(r.environment)}/{r.spec.device} {label(r.spec)}"
 
 
+def _without_batch(r: Result) -> str:
+    """The series name with the batch size left out (label's third word), so one
+    configuration at several batch sizes is one line of the scaling chart."""
+    mode, precision, _, *rest = label(r.spec).split(" ")
+    return " ".join([f"{machine_of(r.environment)}/{r.spec.device}", mode, precision, *rest])
+
+
 def _png(figure: object) -> bytes:
     plt = _pyplot()
     buffer = io.BytesIO()
@@ -86,11 +94,9 @@ def throughput_chart(results: Sequence[Result]) -> bytes | None:
             return median, median, median
         return median, low * per, high * per
 
-    unit = (
-        "samples/s; tokens/s for generate"
-        if any(r.spec.mode == "generate" for r in ok)
-        else "samples/s"
-    )
+    modes = {r.spec.mode: mode_of(r.spec) for r in ok}
+    others = [f"{m.rate_unit} for {name}" for name, m in sorted(modes.items()) if m.rate_unit]
+    unit = "; ".join(["samples/s", *others])
     return _panels(f"throughput ({unit}), median and 95% CI", ok, bar)
 
 
@@ -187,7 +193,7 @@ def scaling_chart(results: Sequence[Result]) -> bytes | None:
     """Samples/s against batch size, for configurations measured at two batch sizes or more."""
     series: dict[str, list[tuple[int, float]]] = {}
     for r in _ok(results):
-        key = f"{r.spec.workload}: {_series_name(replace(r, spec=replace(r.spec, batch_size=0)))}"
+        key = f"{r.spec.workload}: {_without_batch(r)}"
         series.setdefault(key, []).append((r.spec.batch_size, r.samples_per_second or 0.0))
     series = {k: sorted(set(v)) for k, v in series.items() if len({b for b, _ in v}) > 1}
     series = dict(sorted(series.items(), key=lambda item: -len(item[1]))[:LINES])

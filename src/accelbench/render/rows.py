@@ -10,8 +10,8 @@ from typing import Any
 from ..analysis.compare import Row, Speedup, speedup
 from ..analysis.facts import Drift, Verification
 from ..analysis.trust import trust_of
+from ..core.modes import mode_of
 from ..core.result import Result, machine_of
-from ..core.vocab import GENERATE
 from ..engine.facts import P99_MIN_SAMPLES, Latency
 from ..levers import label
 from ..workflows.facts import OptimizeTag
@@ -93,8 +93,16 @@ def samples_cell(r: Result) -> str:
 
 
 def samples_unit(r: Result) -> str:
-    """What a samples/s cell adds: a generation's samples are its tokens, and it says so."""
-    return " tokens/s" if r.spec.mode == GENERATE else ""
+    """What a samples/s cell adds: a mode whose rate counts something else (a generation's
+    tokens) says so."""
+    unit = mode_of(r.spec).rate_unit
+    return f" {unit}" if unit else ""
+
+
+def shared_unit(results: Sequence[Result]) -> str:
+    """The rate unit every result's mode shares where it is not samples/s, else ""."""
+    units = {mode_of(r.spec).rate_unit for r in results}
+    return units.pop() if len(units) == 1 else ""
 
 
 def latency_percentiles(found: Latency) -> tuple[str, str, str]:

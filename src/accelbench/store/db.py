@@ -23,7 +23,8 @@ from typing import Any
 
 from ..core.peaks import PeakFigures
 from ..core.result import Result, RunSpec, utc_now
-from ..errors import StoreError
+from ..core.vocab import PRECISIONS, STATUSES, Precision, Status
+from ..errors import StoreError, UsageError
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "Filters", "Store", "default_db_path"]
 
@@ -309,7 +310,7 @@ def _spec_key(spec: RunSpec) -> str:
     return json.dumps(spec.to_dict(), sort_keys=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Filters:
     """Which results: each field set narrows the selection (all must match)."""
 
@@ -317,11 +318,20 @@ class Filters:
     device: str | None = None
     host: str | None = None
     mode: str | None = None
-    precision: str | None = None
+    precision: Precision | None = None
     backend: str | None = None
     sweep: str | None = None
-    status: str | None = None
+    status: Status | None = None
     id: int | None = None
+
+    def __post_init__(self) -> None:
+        """A word outside a closed vocabulary would select nothing, silently: say so."""
+        for name, value, valid in (
+            ("precision", self.precision, PRECISIONS),
+            ("status", self.status, STATUSES),
+        ):
+            if value is not None and value not in valid:
+                raise UsageError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
 
     def where(self) -> tuple[str, list[object]]:
         clauses: list[str] = []

@@ -22,7 +22,8 @@ from ..analysis.metrics import Analyzer
 from ..analysis.trust import with_trust
 from ..backends import check_installed, unsupported
 from ..core.levels import DEFAULT_POLICY, RoundPolicy
-from ..core.result import MODES, Result, RunSpec, Value, machine_of
+from ..core.modes import DEFAULT_MODE, mode_names
+from ..core.result import Result, RunSpec, Value, machine_of
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
 from ..devices import Device, resolve_devices
 from ..devices.fingerprint import fingerprint
@@ -62,14 +63,20 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BenchmarkRequest:
     """What to measure: each combination of the lists (and of the levers' values) is one
-    configuration, run in its own process."""
+    configuration, run in its own process. Precision is a lever like the others:
+    `levers={"precision": ("fp32", "bf16")}`.
+
+    A request checks itself as it is made (UsageError, one line naming the valid choices):
+    its sizes and counts, its levers' names and values, the options that exclude each other.
+    What needs the machine (devices, installed backends, the workloads' own sizes) is checked
+    by `plan`."""
 
     workloads: tuple[WorkloadRef, ...] = ()  # none: DEFAULT_WORKLOAD
     devices: str = "all"  # comma-separated names such as "cpu,cuda:0", or "all"
-    modes: tuple[str, ...] = ("train",)
+    modes: tuple[str, ...] = (DEFAULT_MODE,)
     batch_sizes: tuple[int | None, ...] = (None,)  # None: the workload's own
     backends: tuple[str, ...] = ("torch",)  # "onnxruntime" means each provider of the device
     # lever name -> the values to try (a lever not named runs its default); "processes"
@@ -93,6 +100,64 @@ class BenchmarkRequest:
     rounds: int | None = None
     max_rounds: int | None = None  # None: DEFAULT_POLICY's
 
+    def __post_init__(self) -> None:
+        bad = [r for r in self.workloads if not isinstance(r, WorkloadRef)]
+        if bad or not isinstance(self.workloads, tuple):
+            shown = bad[0] if bad else self.workloads
+            raise UsageError(f"workloads takes a tuple of WorkloadRef, not {shown!r}")
+        _check_counts(self)
+        _check_levers(self.levers)
+        _check_together(self)
+
+
+def _check_counts(request: BenchmarkRequest) -> None:
+    """Sizes and counts: each a positive integer (None where the field allows it)."""
+    lists = ("batch_sizes", "prompt_lengths", "new_tokens")
+    for name in lists:
+        for value in getattr(request, name):
+            if value is not None and (type(value) is not int or value < 1):
+                raise UsageError(f"{name} must be positive integers, not {value!r}")
+    for name, least in (("epochs", 1), ("rounds", 1), ("max_rounds", 1), ("nodes", 1)):
+        value = getattr(request, name)
+        if value is not None and (type(value) is not int or value < least):
+            raise UsageError(f"{name} must be {least} or more, not {value!r}")
+    for name, value in (("warmup", request.warmup), ("node_rank", request.node_rank)):
+        if type(value) is not int or value < 0:
+            raise UsageError(f"{name} must be 0 or more, not {value!r}")
+    for name, value in (("timeout", request.timeout), ("max_time", request.max_time)):
+        if value is not None and not value > 0:
+            raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
+
+
+def _check_levers(levers: Mapping[str, tuple[Value, ...]]) -> None:
+    """Each lever named is one, and each of its values one it can take (library callers skip
+    the CLI's parsing)."""
+    names = [lever.name for lever in all_levers()]
+    unknown = sorted(set(levers) - set(names))
+    if unknown:
+        raise UsageError(f"unknown lever {unknown[0]!r}; valid: {', '.join(names)}")
+    for name, values in levers.items():
+        for value in values:
+            try:
+                find_lever(name).check(value)
+            except ValueError as exc:
+                raise UsageError(f"{name}: {exc}") from None
+
+
+def _check_together(request: BenchmarkRequest) -> None:
+    """The options that exclude or need each other."""
+    if request.max_batch and request.batch_sizes != (None,):
+        raise UsageError("--max-batch searches the batch size itself; drop --batch-sizes")
+    if request.rounds is not None and request.max_rounds is not None:
+        raise UsageError(
+            f"--rounds {request.rounds} fixes the count; --max-rounds {request.max_rounds} caps "
+            "an adaptive one: give one of them"
+        )
+    if request.nodes > 1 and not request.rdzv_endpoint:
+        raise UsageError("--nnodes above 1 needs --rdzv-endpoint HOST:PORT where the nodes meet")
+    if request.node_rank >= request.nodes:
+        raise UsageError(f"--node-rank {request.node_rank} is not below --nnodes {request.nodes}")
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -112,8 +177,6 @@ class Plan:
 def plan(request: BenchmarkRequest) -> Plan:
     """Every configuration of the request, with its workloads loaded and devices resolved."""
     _check_words(request)
-    if request.max_batch and request.batch_sizes != (None,):
-        raise UsageError("--max-batch searches the batch size itself; drop --batch-sizes")
     launch = _launch(request)
     # a name given twice is one configuration, for the library as for the CLI
     refs = list(dict.fromkeys(request.workloads)) or [WorkloadRef(DEFAULT_WORKLOAD)]
@@ -151,12 +214,7 @@ def plan(request: BenchmarkRequest) -> Plan:
 
 
 def _policy(request: BenchmarkRequest, configs: Sequence[Config]) -> RoundPolicy:
-    """The processes per configuration, checked against the rest of the request."""
-    if request.rounds is not None and request.max_rounds is not None:
-        raise UsageError(
-            f"--rounds {request.rounds} fixes the count; --max-rounds {request.max_rounds} caps "
-            "an adaptive one: give one of them"
-        )
+    """The processes per configuration, checked against the configurations' timed its."""
     policy = RoundPolicy(fixed=request.rounds, most=request.max_rounds or DEFAULT_POLICY.most)
     fewest = min((c.stop.blocks for c in configs if c.stop.blocks is not None), default=None)
     if request.rounds is not None and fewest is not None and fewest < request.rounds:
@@ -202,7 +260,7 @@ def _writable(path: Path) -> Path:
 def _check_words(request: BenchmarkRequest) -> None:
     """The library's callers skip the CLI's parsing: check their words here, in one line."""
     for option, given, valid in (
-        ("modes", request.modes, MODES),
+        ("modes", request.modes, mode_names()),
         ("backends", request.backends, BACKENDS),
     ):
         unknown = [value for value in given if value not in valid]
@@ -212,28 +270,15 @@ def _check_words(request: BenchmarkRequest) -> None:
 
 
 def _sweep_levers(request: BenchmarkRequest) -> LeverValues:
-    """Each lever's values, checked here (library callers skip the CLI's parsing)."""
-    names = [lever.name for lever in all_levers()]
-    unknown = sorted(set(request.levers) - set(names))
-    if unknown:
-        raise UsageError(f"unknown lever {unknown[0]!r}; valid: {', '.join(names)}")
+    """Each lever's values (the request checked them), as the sweep multiplies them."""
     out = []
     for lever in all_levers():
         values = tuple(request.levers.get(lever.name, (lever.default,)))
-        for value in values:
-            try:
-                lever.check(value)
-            except ValueError as exc:
-                raise UsageError(f"{lever.name}: {exc}") from None
         out.append((lever.name, lever.sweep_values(values, request.nodes)))
     return tuple(out)
 
 
 def _launch(request: BenchmarkRequest) -> Launch:
-    if request.nodes > 1 and not request.rdzv_endpoint:
-        raise UsageError("--nnodes above 1 needs --rdzv-endpoint HOST:PORT where the nodes meet")
-    if request.node_rank >= request.nodes:
-        raise UsageError(f"--node-rank {request.node_rank} is not below --nnodes {request.nodes}")
     return Launch(
         nodes=request.nodes,
         node_rank=request.node_rank,
@@ -427,55 +472,23 @@ def resumable(plan: Plan, store: Store) -> dict[RunSpec, Result]:
 
 
 def benchmark(
-    workload: str | WorkloadRef | Sequence[str | WorkloadRef] = DEFAULT_WORKLOAD,
-    devices: str | Sequence[str] = "all",
-    modes: Sequence[str] = ("train",),
-    precisions: Sequence[str] = ("fp32",),
-    batch_sizes: Sequence[int | None] = (None,),
-    backends: Sequence[str] = ("torch",),
+    request: BenchmarkRequest | None = None,
     *,
-    epochs: int | None = None,
-    max_time: float | None = None,
-    warmup: int = 1,
-    timeout: float = 900.0,
-    verdict: bool = True,
-    latency: bool = True,
     db: str | Path | None = None,
     resume: bool = False,
     quiet: bool = True,
-    profile: ProfileRequest | None = None,
-    rounds: int | None = None,
-    max_rounds: int | None = None,
-    **levers: Sequence[Value],
 ) -> list[Result]:
     """Plan and run a sweep as `accelbench run` does: each configuration in worker processes of
-    its own (`rounds` of them, or adaptively up to `max_rounds`: engine/rounds), failures as
-    Results. Other levers go by name (`accelbench.levers`), e.g.
-    channels_last=(False, True), compile=("", "default"), threads=(4,), processes=(2,) (per
-    node). With `db` every result is also stored there (and `resume` skips those stored);
-    without, they are only returned. With `profile`, each configuration's step is profiled
-    after its samples (`result.facts.get(Explanation)`). With `latency`, each single-process
-    inference configuration is timed at batch 1 too, one step a sample
-    (`result.facts.get(Latency)`: p50, p90, p99)."""
-    refs = [workload] if isinstance(workload, (str, WorkloadRef)) else list(workload)
-    request = BenchmarkRequest(
-        workloads=tuple(r if isinstance(r, WorkloadRef) else WorkloadRef(r) for r in refs),
-        devices=devices if isinstance(devices, str) else ",".join(devices),
-        modes=tuple(modes),
-        batch_sizes=tuple(batch_sizes),
-        backends=tuple(backends),
-        levers={"precision": tuple(precisions), **{k: tuple(v) for k, v in levers.items()}},
-        epochs=epochs,
-        max_time=max_time,
-        warmup=warmup,
-        timeout=timeout,
-        verdict=verdict,
-        latency=latency,
-        profile=profile,
-        rounds=rounds,
-        max_rounds=max_rounds,
-    )
-    return run_stored(plan(request), db, resume=resume, quiet=quiet)
+    its own (`request.rounds` of them, or adaptively up to `max_rounds`: engine/rounds),
+    failures as Results. No request: seed-cnn's training on every device. With `db` every
+    result is also stored there (and `resume` skips those stored); without, they are only
+    returned. `quiet` hides the progress bar."""
+    if request is not None and not isinstance(request, BenchmarkRequest):
+        raise UsageError(
+            f"benchmark takes a BenchmarkRequest, not {type(request).__name__}: "
+            "benchmark(BenchmarkRequest(workloads=(WorkloadRef('seed-cnn'),), devices='cpu'))"
+        )
+    return run_stored(plan(request or BenchmarkRequest()), db, resume=resume, quiet=quiet)
 
 
 def run_stored(

@@ -6,13 +6,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..analysis.explanation import Explanation, ProfileRequest
-from ..core.result import Result, Value
+from ..core.result import Result
 from ..engine.facts import EXPLAIN_FAILURE
 from ..errors import AccelbenchError, UsageError
-from ..workloads import WorkloadRef
 from .benchmark import BenchmarkRequest, Plan, plan, run_stored
 
 __all__ = ["explain", "explained", "one_configuration"]
@@ -40,35 +40,22 @@ def explained(result: Result) -> Explanation:
     return found
 
 
-def explain(
-    workload: str | WorkloadRef = "seed-cnn",
-    device: str | None = None,
-    mode: str = "train",
-    batch_size: int | None = None,
-    *,
-    trace: str | Path | None = None,
-    epochs: int | None = None,
-    max_time: float | None = None,
-    timeout: float = 900.0,
-    db: str | Path | None = None,
-    **levers: Value,
-) -> Explanation:
-    """Measure one configuration as `accelbench run` does, profile a few steps after its
-    samples, and return where the step's time went (`accelbench explain`). `device` defaults
-    to the best available one; levers go by name with one value each (precision="bf16")."""
-    from ..devices import pick_device
+def explain(request: BenchmarkRequest, *, db: str | Path | None = None) -> Explanation:
+    """Measure the one configuration `request` names as `accelbench run` does, profile a few
+    steps after its samples, and return where the step's time went (`accelbench explain`).
 
-    ref = workload if isinstance(workload, WorkloadRef) else WorkloadRef(workload)
-    request = BenchmarkRequest(
-        workloads=(ref,),
-        devices=device or pick_device().name,
-        modes=(mode,),
-        batch_sizes=(batch_size,),
-        levers={name: (value,) for name, value in levers.items()},
-        epochs=epochs,
-        max_time=max_time,
-        timeout=timeout,
-        profile=ProfileRequest(trace=str(trace or "")),
-    )
+    The request is `benchmark`'s (one workload, device, mode, batch size and lever value);
+    `devices="best"` is the best available device. Without a `profile` it is profiled with
+    no trace file. UsageError when it names more than one configuration."""
+    if not isinstance(request, BenchmarkRequest):
+        raise UsageError(
+            "explain takes a BenchmarkRequest naming one configuration, e.g. "
+            "explain(BenchmarkRequest(workloads=(WorkloadRef('seed-cnn'),), devices='cuda'))"
+        )
+    if request.devices == "best":
+        from ..devices import pick_device
+
+        request = replace(request, devices=pick_device().name)
+    request = replace(request, profile=request.profile or ProfileRequest())
     results = run_stored(one_configuration(request), db)
     return explained(results[0])

@@ -18,8 +18,8 @@ from ..analysis.compare import Speedup, speedup
 from ..analysis.facts import DRIFT, Drift
 from ..analysis.verdict import Bottleneck
 from ..backends import code
+from ..core.modes import mode_of
 from ..core.result import Result, RunSpec
-from ..core.vocab import GENERATE
 from ..devices import Device
 from ..levers import active_levers, all_levers, find_lever, label
 from ..workloads import Workload
@@ -135,7 +135,7 @@ def levers_not_tried(
     for lever in all_levers():
         for group in lever.ladder_groups:
             reasons[group] = lever.not_tried(group, base, device, workload)
-            if base.mode == GENERATE and not lever.generates:
+            if mode_of(base).decodes and not lever.generates:
                 reasons[group] = reasons[group] or "not measured with mode generate yet"
     return {group: why for group in groups if (why := reasons.get(group))}
 

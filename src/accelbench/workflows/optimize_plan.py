@@ -17,8 +17,8 @@ from ..analysis.facts import OPTIMIZE_POLICY, Rounds
 from ..analysis.metrics import Analyzer
 from ..analysis.trust import with_trust
 from ..backends import unsupported
+from ..core.modes import mode_of
 from ..core.result import Result, RunSpec
-from ..core.vocab import GENERATE
 from ..devices import Device, pick_device, resolve_devices
 from ..devices.fingerprint import fingerprint
 from ..engine.measure import StopRule
@@ -59,10 +59,11 @@ SAMPLES_FOR_CI = 6  # the fewest for a distribution-free 95% CI of the median
 SAMPLE_CAP_S = 30.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OptimizeRequest:
     """One workload on one device: which levers to try, how long to time each rung, and how
-    far a rung's outputs may drift from fp32's."""
+    far a rung's outputs may drift from fp32's. It checks its sizes, counts and seconds as it
+    is made (UsageError, one line); the device, mode and levers are checked by `plan_ladder`."""
 
     workload: WorkloadRef
     device: str = ""  # one device name; "": the best available
@@ -77,6 +78,19 @@ class OptimizeRequest:
     timeout: float = 900.0  # per variant
     tolerance: Tolerance = Tolerance()
     budget: float = DEFAULT_BUDGET  # seconds for the whole search
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.workload, WorkloadRef):
+            raise UsageError(f"workload takes a WorkloadRef, not {self.workload!r}")
+        for name in ("batch_size", "prompt_length", "new_tokens", "epochs", "warmup"):
+            value, least = getattr(self, name), 0 if name == "warmup" else 1
+            if value is not None and (type(value) is not int or value < least):
+                raise UsageError(f"{name} must be an integer of {least} or more, not {value!r}")
+        for name in ("max_time", "timeout", "budget"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise UsageError(f"--{name.replace('_', '-')} must be a positive number of "
+                                 f"seconds, got {value:g}")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)  # ten fields: by name, never by position
@@ -124,10 +138,7 @@ def plan_ladder(request: OptimizeRequest) -> Ladder:
             min_samples=SAMPLES_FOR_CI,
             time_cap=max(SAMPLE_CAP_S, 15 * seconds),
         )
-    if request.mode == GENERATE:  # each generation is synchronized at every token: its own sample
-        stop = replace(stop, min_sample_s=0.0)
-    if not request.budget > 0:
-        raise UsageError(f"--budget must be a positive number of seconds, got {request.budget:g}")
+    stop = mode_of(request.mode).sample_rule(stop)
     not_tried = levers_not_tried(base, device, workload, request.levers)
     not_tried |= opt_in_not_asked(request.levers)
     return Ladder(
@@ -148,7 +159,7 @@ def _generation(request: OptimizeRequest, workload: Workload) -> dict[str, int]:
     """Mode generate's prompt length and new tokens (the model's own where not given), checked
     against the model; nothing for the other modes, which take neither."""
     given = (request.prompt_length, request.new_tokens)
-    if request.mode != GENERATE:
+    if not mode_of(request.mode).decodes:
         if given != (None, None):
             raise UsageError("--prompt-length and --new-tokens apply to --mode generate only")
         return {}

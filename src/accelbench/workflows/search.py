@@ -41,8 +41,8 @@ from ..analysis.compare import Speedup, speedup
 from ..analysis.facts import Drift, Generation
 from ..analysis.verdict import decode_bound
 from ..backends import all_backends
+from ..core.modes import mode_of
 from ..core.result import Result, RunSpec
-from ..core.vocab import GENERATE
 from ..devices import Device
 from ..levers import Lever, Variant, all_levers
 from ..workloads import Workload
@@ -588,7 +588,7 @@ class Search:
 
     def _levers(self) -> list[Lever]:
         # on generate, one that has not said it generates is listed as not tried instead
-        every = self.base.mode != GENERATE
+        every = not mode_of(self.base).decodes
         return [
             lever
             for lever in all_levers()

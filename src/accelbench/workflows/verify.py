@@ -10,7 +10,7 @@ its channels, so every device receives the same bytes. A workload with more than
 whole head. Workloads that take no images (token ids, regression) are refused.
 
 The precision's autocast and fp16's GradScaler come from the same `build` as the benchmark's,
-and each step is `build.train_function`. Runs happen in this process, one after another;
+and each step is `modes.train_function`. Runs happen in this process, one after another;
 a failure (an unavailable device, OOM, an exception) becomes a row with its message.
 
 The CPU at fp32 is the baseline and always runs first. Each run keeps which held-out images it
@@ -47,13 +47,14 @@ import torch.nn.functional as F
 
 from ..analysis.facts import VERIFY, Verification
 from ..analysis.paired import UNDETERMINED, WITHIN, WORSE, paired_accuracy
-from ..backends.pytorch import build_torch, train_function
+from ..backends.pytorch import build_torch
 from ..core.result import Result, RunSpec
 from ..devices import BASELINE_DEVICE, HOST_DEVICE, OUT_OF_MEMORY, Device, find_device
 from ..devices.fingerprint import fingerprint
 from ..engine.runner import make_spec
 from ..errors import UsageError, one_line, require
 from ..levers import unsupported_reason
+from ..modes.train import Train, train_function
 from ..workloads import Workload
 
 __all__ = [
@@ -78,7 +79,7 @@ MIN_BASELINE_ACCURACY = 0.9  # below it the baseline is still learning: runs dif
 FAILED = ("error", "oom", "timeout")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     """How to train and how strictly to judge."""
 
@@ -88,6 +89,17 @@ class Settings:
     tolerance: float = 2.0  # held-out accuracy, percentage points
     loss_tolerance: float = 0.1  # final loss, as a fraction of the baseline's first-epoch loss
     seed: int = 0  # the initial weights
+
+    def __post_init__(self) -> None:
+        """Checked as made (UsageError, one line): the library's callers skip the parser."""
+        for name, value in (("epochs", self.epochs), ("batch_size", self.batch_size)):
+            if value is not None and (type(value) is not int or value < 1):
+                raise UsageError(f"{name} must be a positive integer, not {value!r}")
+        if self.lr is not None and not self.lr > 0:
+            raise UsageError(f"lr must be a positive number, not {self.lr!r}")
+        for name, share in (("tolerance", self.tolerance), ("loss_tolerance", self.loss_tolerance)):
+            if not share >= 0:
+                raise UsageError(f"{name} must be 0 or more, not {share!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -253,7 +265,7 @@ def verify_one(
     spec = make_spec(
         workload,
         device,
-        mode="train",
+        mode=Train.name,
         precision=precision,
         batch_size=batch,
         steps_per_block=len(data.train_y) // batch,  # one "block" is one epoch here

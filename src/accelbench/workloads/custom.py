@@ -86,7 +86,7 @@ def _load_factory(ref: str) -> Callable[[], Any]:
     if not sep or not where or not attr:
         raise WorkloadError(f"--model wants FILE.py:factory or package.module:factory, got {ref!r}")
     module = _import_file(where) if where.endswith(".py") else _import_module(where)
-    factory = getattr(module, attr, None)
+    factory: object = getattr(module, attr, None)
     if not callable(factory):
         raise WorkloadError(
             f"{where} has no factory {attr!r} (callables there: {_callables(module) or 'none'})"

@@ -28,7 +28,8 @@ class SimpleCNN(nn.Module):
         x = x.view(-1, 16 * 13 * 13)
         x = F.relu(self.fc1(x))
         x = F.relu(self.fc2(x))
-        return self.fc3(x)
+        logits: torch.Tensor = self.fc3(x)
+        return logits
 
 
 @register

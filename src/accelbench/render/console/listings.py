@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ...core.vocab import CALIBRATED_PRECISIONS
 from ..text import format_bytes, number
 from .table import new_table, render_table, table_text
 
 if TYPE_CHECKING:  # the types only: importing devices or workloads imports torch
     from ...devices import Device
-    from ...devices.peaks import PeakFigures
+    from ...workflows.calibrate import Calibration
     from ...workloads import Workload
 
 __all__ = ["calibration_table", "devices_table", "workloads_table"]
@@ -51,16 +52,15 @@ def workloads_table(workloads: Sequence[Workload], width: int = 120) -> str:
     return table_text("workloads", _WORKLOAD_HEADERS, rows, width)
 
 
-_CALIBRATED_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+_CALIBRATED_PRECISIONS = CALIBRATED_PRECISIONS
 
 
-def calibration_table(
-    rows: Sequence[tuple[Device, PeakFigures, PeakFigures | None]], width: int = 120
-) -> str:
-    """Measured peaks beside the published ones (rows of device, measured, published)."""
+def calibration_table(rows: Sequence[Calibration], width: int = 120) -> str:
+    """Measured peaks beside the published ones, a row per device."""
     headers = ("device", "model", *_CALIBRATED_PRECISIONS, "bandwidth")
     table = new_table("calibration: measured (published)", headers, left_columns=2)
-    for device, measured, published in rows:
+    for row in rows:
+        measured, published = row.measured, row.published
         cells = [
             _pair(
                 measured.flops.get(precision),
@@ -73,9 +73,9 @@ def calibration_table(
         cells.append(
             _pair(measured.bandwidth, published.bandwidth if published else None, 1e9, "GB/s")
         )
-        table.add_row(device.name, device.model, *cells)
-    notes = [f"{d.name}: {m.source}" for d, m, _ in rows]
-    notes += [f"{d.name} published: {p.source}" for d, _, p in rows if p]
+        table.add_row(row.device, row.model, *cells)
+    notes = [f"{r.device}: {r.measured.source}" for r in rows]
+    notes += [f"{r.device} published: {r.published.source}" for r in rows if r.published]
     return render_table(table, notes, width)
 
 

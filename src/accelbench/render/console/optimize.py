@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ...analysis.facts import DECISIVE_MARGIN, Drift, OnnxRuntimeFacts
 from ...analysis.trust import trust_of
-from ...core.vocab import GENERATE
+from ...core.modes import mode_of
 from ...levers import label
 from ..text import format_bytes, number
 from .run_notes import onnxruntime_note
@@ -51,7 +51,7 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
 
     verdicts, outcome = searched.verdicts, searched.outcome
     base = ladder.base
-    generates = base.mode == GENERATE
+    generates = mode_of(base).decodes
     shape = f" p{base.prompt_length} n{base.new_tokens}" if generates else ""
     title = (
         f"accelbench optimize: {base.workload} {base.mode} b{base.batch_size}{shape} on "

@@ -7,13 +7,13 @@ from dataclasses import replace
 
 from ...analysis.facts import Flops, Generation
 from ...analysis.trust import trust_of
+from ...core.modes import mode_of
 from ...core.result import Result
-from ...core.vocab import GENERATE
 from ...devices.kinds import BASELINE_DEVICE, is_baseline
 from ...devices.power import POWER_MISSING
 from ...engine.facts import FALLBACK_OPS, LATENCY_FAILURE, Latency
 from ...levers import label
-from ..rows import latency_percentiles
+from ..rows import latency_percentiles, samples_unit, shared_unit
 from ..text import format_bytes, format_seconds, interval, number
 from .run_notes import derived_notes
 from .table import new_table, render_table
@@ -53,7 +53,7 @@ def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
         for r in results
         if is_baseline(r.spec.device) and r.measurement
     }
-    tokens_only = all(r.spec.mode == GENERATE for r in results)
+    one_unit = shared_unit(results)  # then the header says it, and no cell
     notes: dict[str, list[str]] = {}  # note -> the configurations (or devices) it is about
     for r in results:
         who = f"{r.spec.device} {label(r.spec)}"
@@ -63,8 +63,10 @@ def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
             notes.setdefault(f"{r.status}: {r.error}", []).append(who)
             continue
         on_baseline = baseline.get(replace(r.spec, device=BASELINE_DEVICE))
-        unit = " tokens/s" if r.spec.mode == GENERATE and not tokens_only else ""
+        unit = "" if one_unit else samples_unit(r)
         cells = _figures(r, on_baseline, unit)
+        if one_unit:  # the rate's column is named after its unit
+            cells[one_unit] = cells["samples/s"]
         table.add_row(*head, *(cells[h] for h in headers[3:]))
         for note in [*trust_of(r).texts, *derived_notes(r), *_latency_notes(r)]:
             notes.setdefault(note, []).append(who)
@@ -113,13 +115,14 @@ def _headers(results: Sequence[Result]) -> tuple[str, ...]:
     prefill's, in the notes. A column that says nothing here is left out: MFU where no
     device has a peak figure, vs CPU where every row ran on the CPU."""
     headers: tuple[str, ...] = _RUN_HEADERS
-    if any(r.spec.mode == GENERATE for r in results):
+    if any(mode_of(r.spec).decodes for r in results):
         at = _RUN_HEADERS.index("step time") + 1
         headers = (*_RUN_HEADERS[:at], "TTFT", "TPOT", *_RUN_HEADERS[at:])
     left_out: set[str] = set()
-    if all(r.spec.mode == GENERATE for r in results):
+    if all(mode_of(r.spec).decodes for r in results):
         left_out |= {"TFLOP/s", "MFU"}
-        headers = tuple("tokens/s" if h == "samples/s" else h for h in headers)
+    if unit := shared_unit(results):
+        headers = tuple(unit if h == "samples/s" else h for h in headers)
     if all(r.facts.get_or_default(Flops).mfu is None for r in results):
         left_out.add("MFU")
     if all(is_baseline(r.spec.device) for r in results):
@@ -137,7 +140,6 @@ def _figures(r: Result, cpu_rate: float | None, unit: str = "") -> dict[str, str
     rate = number(m.rate.median * per) + unit
     return {
         "samples/s": rate,
-        "tokens/s": rate,
         "95% CI": interval(m.rate, per),
         "IQR": number(m.rate.iqr * per),
         "it/s": number(m.rate.median),
@@ -156,7 +158,7 @@ def _legend(results: Sequence[Result], headers: Sequence[str]) -> str:
     if not any(r.measurement for r in results):
         return ""
     generate = ""
-    if any(r.spec.mode == GENERATE for r in results):
+    if any(mode_of(r.spec).decodes for r in results):
         generate = (
             " For generate, one it is one whole generation (prefill and every new token, "
             "greedy, no early stop), it/s is generations/s, tokens/s = batch x new tokens per "
