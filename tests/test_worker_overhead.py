@@ -182,3 +182,24 @@ def test_a_plugin_named_after_the_server_started_loads_in_the_worker(tmp_path, m
     assert result.status == "ok", result.error
     # and torch.set_num_threads took in the worker, whatever the server's torch held
     assert result.metrics["late_plugin"] == {"threads": 1}
+
+
+_COMPILE_THREADS_SEEN = (
+    "import os, torch._inductor.config as c\n"
+    "from accelbench.engine.worker import compile_in_process\n"
+    "compile_in_process()\n"
+    "print(os.environ['TORCHINDUCTOR_COMPILE_THREADS'], c.compile_threads)\n"
+)
+
+
+@pytest.mark.parametrize(("asked", "seen"), [(None, "1 1"), ("3", "3 3")])
+def test_a_worker_compiles_in_process_unless_the_user_names_a_count(asked, seen):
+    """Inductor's compile pool outlives the compile and loads the host during the samples."""
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_COMPILE_THREADS"}
+    if asked is not None:
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = asked
+    out = subprocess.run(
+        [sys.executable, "-c", _COMPILE_THREADS_SEEN], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == seen.split()

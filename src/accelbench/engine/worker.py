@@ -46,8 +46,16 @@ from .measure import StopRule
 from .reaper import Reaper
 from .rounds import Round
 
-__all__ = ["START", "describe_isolated", "planning_workload", "run_isolated"]
+__all__ = [
+    "COMPILE_THREADS",
+    "START",
+    "compile_in_process",
+    "describe_isolated",
+    "planning_workload",
+    "run_isolated",
+]
 
+COMPILE_THREADS = "TORCHINDUCTOR_COMPILE_THREADS"  # Inductor's compile pool, 1: none
 START = "ACCELBENCH_START"  # "spawn" forces a fresh interpreter per worker (debugging, comparing)
 STARTS = ("forkserver", "spawn")
 # What the fork server imports once. Nothing here may initialize CUDA or MPS or start threads
@@ -384,6 +392,7 @@ def _run(sender: Connection, job: _Job, overhead: dict[str, float]) -> Result:
     """Find the workload and device again in this process, and measure."""
     started = time.perf_counter()
     _adopt(job.environment, job.cwd)
+    compile_in_process()
     from ..devices import resolve_devices
     from .runner import run_config
 
@@ -464,6 +473,23 @@ def _end_orphan() -> None:
     if os.getpgrp() == os.getpid():  # setsid took: the group is ours alone
         os.killpg(os.getpid(), signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def compile_in_process() -> None:
+    """Have torch.compile compile in this process, unless the user's environment names a count.
+
+    By default Inductor compiles in a pool of subprocesses that outlive the compile: on an
+    H200 they used 1.3 cores during a compiled configuration's timed samples, which made the
+    verdict "undetermined"; compiling in-process took 1.2 s instead of 10.4 s for the first
+    step of seed-cnn and left the samples alone (BENCHMARKS.md, batch O). The config is set,
+    not only the variable, because the fork server read the variable when it imported torch;
+    the variable is set for the processes a data-parallel launch starts."""
+    if COMPILE_THREADS in os.environ:
+        return
+    os.environ[COMPILE_THREADS] = "1"
+    import torch._inductor.config as inductor
+
+    inductor.compile_threads = 1
 
 
 def _adopt(environment: dict[str, str], cwd: str = "") -> None:
