@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent  # the suite: its data/ and toy plugins
+REPO = TESTS.parent
 
 
 def run_cli(

@@ -45,7 +45,7 @@ _EXPORTS = {
     "tf32": "tf32_switch",
 }
 # spelled out, not derived from _EXPORTS, because type checkers read only a literal list to
-# know what this package re-exports (tests/test_devices.py checks the two agree)
+# know what this package re-exports (tests/devices/test_devices.py checks the two agree)
 __all__ = [
     "BACKENDS",
     "BASELINE_DEVICE",

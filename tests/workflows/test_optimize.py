@@ -1,0 +1,178 @@
+"""The optimization search's judgement of its variants, and the command (the search itself:
+test_search.py)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from accelbench.analysis.facts import Drift, Rounds
+from accelbench.core.result import Result
+from accelbench.core.stats import Measurement
+from accelbench.devices import resolve_devices
+from accelbench.engine.runner import make_spec
+from accelbench.levers import ladder_groups, spec_with
+from accelbench.workflows.optimize import (
+    Rung,
+    Tolerance,
+    assess,
+    levers_not_tried,
+    recommend,
+    settings_code,
+)
+from accelbench.workloads import get_workload
+from tests.conftest import run_cli
+
+CPU = resolve_devices("cpu")[0]
+LEVERS = ladder_groups()
+RESNET, MLP = get_workload("resnet50"), get_workload("mlp")
+
+
+def _names(rungs):
+    return [r.name for r in rungs]
+
+
+def _result(spec, seconds, drift=None, seed=0, processes=1):
+    """`processes` processes of 12 samples each, 1% noise (fp32 eager runs in three: its
+    spread is what a single-process variant's interval borrows)."""
+    rng = np.random.default_rng(seed)
+    samples = tuple(seconds * (1 + 0.01 * rng.standard_normal(12 * processes)))
+    metrics = {"drift": drift} if drift else {}
+    rounds = ((12, 0),) * processes
+    metrics |= Rounds(passes=tuple(range(processes)), complete=True).to_metrics()
+    measured = Measurement(samples, (), 1, rounds)
+    return Result(spec=spec, status="ok", measurement=measured, metrics=metrics)
+
+
+def test_the_recommendation_refuses_a_variant_whose_drift_exceeds_the_tolerance():
+    base = make_spec(get_workload("seed-cnn"), CPU, mode="infer")
+    rungs = [
+        Rung("fp32 eager", base),
+        Rung("fp16", base.__class__(**{**base.__dict__, "precision": "fp16"})),
+        Rung("bf16", base.__class__(**{**base.__dict__, "precision": "bf16"})),
+    ]
+    close = {"max_rel_error": 0.001, "top1_agreement": 1.0}
+    far = {"max_rel_error": 0.2, "top1_agreement": 0.7}
+    results = [
+        _result(base, 1.0, processes=3),
+        _result(rungs[1].spec, 0.8, close, seed=1),  # 1.25x, within tolerance
+        _result(rungs[2].spec, 0.5, far, seed=2),  # 2x, but drifts too far
+    ]
+    verdicts = assess(rungs, results, Tolerance(max_rel_error=0.05))
+    assert "exceeds the tolerance 0.05" in verdicts[2].refused
+    assert recommend(verdicts).rung.name == "fp16"
+    loose = assess(rungs, results, Tolerance(max_rel_error=0.5, min_top1=0.5))
+    assert recommend(loose).rung.name == "bf16"
+
+
+def test_a_variant_that_does_not_pay_is_said_so_and_fp32_stays():
+    base = make_spec(get_workload("seed-cnn"), CPU, mode="infer")
+    pruned = spec_with(base, pruning="unstructured:0.5")
+    rungs = [Rung("fp32 eager", base), Rung("pruned unstructured:0.5", pruned)]
+    results = [_result(base, 1.0), _result(pruned, 1.0, {"max_rel_error": 0.01}, seed=3)]
+    verdicts = assess(rungs, results, Tolerance())
+    assert "does not pay" in verdicts[1].note and "dense kernels" in verdicts[1].note
+    assert recommend(verdicts) is verdicts[0]
+
+
+@pytest.mark.parametrize(
+    ("drift", "breach"),
+    [
+        ({"max_rel_error": 0.01, "top1_agreement": 0.99}, None),
+        ({"max_rel_error": 0.01, "top1_agreement": 0.5}, "top-1 agreement 50.0%"),
+        ({"max_rel_error": 0.01}, None),  # not a classifier: no top-1 to hold it to
+        ({"error": "boom"}, "could not be measured (boom)"),
+        ({"max_rel_error": None, "not_finite": True}, "NaN or infinity"),
+        ({}, "could not be measured (no figure)"),  # an empty record is no figure
+        ({"samples": 2}, "could not be measured (no figure)"),
+    ],
+)
+def test_tolerance(drift, breach):
+    got = Tolerance().breach(Drift.from_record(drift))
+    assert got == breach if breach is None else breach in got
+
+
+def test_settings_code_names_the_real_switches():
+    base = make_spec(get_workload("resnet50"), CPU, mode="train")
+    stack = spec_with(base, precision="bf16", channels_last=True, compile="default")
+    code = "\n".join(settings_code(stack, CPU))
+    assert "torch.channels_last" in code and "torch.compile(model)" in code
+    assert 'torch.autocast("cpu", dtype=torch.bfloat16)' in code
+
+
+def test_cli_optimize_runs_the_ladder_stores_it_and_recommends(tmp_path):
+    db = str(tmp_path / "o.db")
+    out = run_cli(
+        "optimize", "seed-cnn", "--device", "cpu", "--batch-size", "8", "--levers",
+        "precision,int8", "--epochs", "4", "--db", db, "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    variants = {v["variant"]: v for v in report["variants"]}
+    # fp16 and bf16 come in the order of their cost on this host's CPU (an emulated precision
+    # last): the test does not depend on which this CPU emulates
+    names = list(variants)
+    # int8 asked for brings ONNX Runtime's fp32, the switch it is judged against
+    ort = ["onnxruntime-cpu fp32", "onnxruntime-cpu int8"]
+    assert names[0] == "fp32 eager" and names[-2:] == ort
+    assert sorted(names[1:3]) == ["bf16", "fp16"] and len(names) == 5
+    assert all(v["status"] == "ok" for v in variants.values()), variants
+    for name in ("fp16", "bf16", ort[1]):
+        assert variants[name]["drift"]["max_rel_error"] > 0  # lower precision differs
+        assert variants[name]["speedup"]["ratio"] > 0
+    assert variants[ort[1]]["over"] == ort[0] and variants[ort[1]]["speedup_over"]["ratio"] > 0
+    assert report["recommended"] in variants
+    factors = [f["speedup"]["ratio"] for f in report["recommended_path"]]
+    if report["recommended"] != "fp32 eager":  # the factors multiply to the speedup
+        assert np.prod(factors) == pytest.approx(report["recommended_speedup"]["ratio"])
+    listed = run_cli("results", "--sweep", report["sweep"], "--db", db, "--json")
+    assert len(json.loads(listed.stdout)) == 5
+    html = tmp_path / "r.html"
+    assert run_cli("report", "--out", str(html), "--db", db).returncode == 0
+    assert "accelbench optimize: speedup and drift per variant" in html.read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tolerance", "abc"], "'abc' is not a number"),
+        (["--tolerance", "-1"], "above 0"),
+        (["--device", "tpu"], "tpu"),
+        (["--levers", "magic"], "valid: precision, backend, int8, channels_last"),
+        (["--budget", "0"], "--budget"),
+        (["--budget", "soon"], "--budget"),
+    ],
+)
+def test_optimize_bad_input(args, message, tmp_path):
+    db = tmp_path / "o.db"
+    out = run_cli("optimize", "seed-cnn", "--db", str(db), *args)
+    assert out.returncode == 2 and message in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert not db.exists()
+
+
+def test_levers_that_cannot_apply_are_named_with_the_reason():
+    base = make_spec(get_workload("mlp"), CPU, mode="train")
+    skipped = levers_not_tried(base, CPU, MLP, LEVERS)
+    assert skipped["channels_last"] == "the inputs are not images"
+    assert skipped["cuda_graphs"] == "cpu cannot capture graphs"
+    assert "inference lever" in skipped["int8"] and "inference lever" in skipped["pruning"]
+    assert "precision" not in skipped and "compile" not in skipped
+
+
+def test_a_lever_that_breaks_the_model_does_not_apply_and_the_exit_code_stays_0(tmp_path):
+    """seed 000's forward calls x.view(), which a channels_last tensor cannot take."""
+    db = str(tmp_path / "o.db")
+    out = run_cli(
+        "optimize", "seed-cnn", "--device", "cpu", "--batch-size", "8", "--levers",
+        "channels_last", "--epochs", "2", "--db", db, "--budget", "120",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if line.startswith("│ channels_last"))
+    assert "does not apply" in row
+    said = " ".join(out.stdout.split())
+    assert (  # unsupported by the model, as on every device: not an error
+        "channels_last (alone): does not apply here: seed-cnn's forward does not take "
+        "channels_last inputs: view size"
+    ) in said
+    assert "no lever paid alone" in out.stdout
