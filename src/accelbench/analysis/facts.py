@@ -322,11 +322,7 @@ LEFT = scalar(LEFT_RUNNING, tuple[str, ...], ())
 
 
 ONNXRUNTIME = "onnxruntime"
-
-
 COREML = "coreml"
-
-
 LOAD_S = "load_s"
 
 
