@@ -27,6 +27,7 @@ _EXPORTS = {
     "recommend": "workflows.optimize",
     "verify": "workflows.verify",
     "VerifySettings": "workflows.verify:Settings",
+    "VerifyRequest": "workflows.verify",
     "compare": "analysis.compare",
     "Filters": "store.db",
     "WorkloadRef": "workloads",
@@ -91,6 +92,7 @@ __all__ = [
     "Tolerance",
     "UsageError",
     "Variant",
+    "VerifyRequest",
     "VerifySettings",
     "Workload",
     "WorkloadError",
@@ -155,5 +157,5 @@ if TYPE_CHECKING:  # let type checkers and editors see the real names
     from .workflows.optimize import Tolerance, recommend
     from .workflows.optimize_plan import OptimizeRequest, Searched, optimize
     from .workflows.verify import Settings as VerifySettings
-    from .workflows.verify import verify
+    from .workflows.verify import VerifyRequest, verify
     from .workloads import Workload, WorkloadRef, get_workload, list_workloads, register

@@ -23,7 +23,7 @@ from accelbench.workflows.verify import (
     load_digits,
     runs_to_verify,
     shape_inputs,
-    verify,
+    verify_loaded,
     verify_one,
 )
 from accelbench.workloads import get_workload
@@ -244,7 +244,7 @@ def test_verify_trains_each_run_from_the_same_start(models):
     workload = load_custom(f"{models}:small", ModelOptions(input_shape=(3, 12, 12), num_classes=10))
     settings = Settings(epochs=4, lr=0.1, batch_size=64)
     cpu = find_device("cpu")
-    first, again = (verify(workload, [cpu], ["fp32"], settings) for _ in range(2))
+    first, again = (verify_loaded(workload, [cpu], ["fp32"], settings) for _ in range(2))
     facts = first[0].facts.get(Verification)
     repeated = again[0].facts.get(Verification)
     assert facts is not None and facts.loss_curve is not None and len(facts.loss_curve) == 4
@@ -333,3 +333,20 @@ def test_verify_settings_check_themselves_as_they_are_made(fields, said):
 
     with pytest.raises(UsageError, match=said):
         Settings(**fields)
+
+
+def test_the_library_verifies_from_a_request_and_stores_it(models, tmp_path):
+    import accelbench
+
+    request = accelbench.VerifyRequest(
+        workload=accelbench.WorkloadRef(
+            f"{models}:small", ModelOptions(input_shape=(3, 12, 12), num_classes=10)
+        ),
+        devices="cpu",
+        settings=accelbench.VerifySettings(epochs=1, batch_size=64),
+    )
+    found = accelbench.verify(request, db=tmp_path / "v.db")
+    assert [r.status for r in found] == ["ok"] and found[0].facts.get(Verification) is not None
+    assert [r.id for r in Store(tmp_path / "v.db").results()] == [found[0].id]
+    with pytest.raises(UsageError, match="unknown precision 'fp8'"):
+        accelbench.VerifyRequest(precisions=("fp8",))

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from ..analysis.facts import Verification
 from ..core.vocab import PRECISIONS
-from ..errors import UsageError
 from .options import (
     Commands,
     ListOf,
@@ -110,18 +109,25 @@ def _add_training(verify: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     from ..engine.track import progress_bar
     from ..store.db import Store
-    from ..workflows.verify import FAILED, Settings, digits_for, runs_to_verify, verify
+    from ..workflows.verify import (
+        FAILED,
+        Settings,
+        digits_for,
+        runs_to_verify,
+        verify_devices,
+        verify_loaded,
+    )
     from ..workloads import load_workload
 
     settings = from_args(Settings, args)
     workload = load_workload(workload_ref(args))
     workload.check()  # a model that rejects its inputs: one line, before anything is trained
     data = digits_for(workload, settings)  # every input checked before the database is opened
-    devices = _devices(args.devices)
+    devices = verify_devices(args.devices)
     total = len(runs_to_verify(devices, args.precisions)) * args.epochs
     with Store(db_path(args)) as store, progress_bar(disable=args.quiet) as bar:
         task = bar.add_task(f"verify {workload.name}", total=total)
-        results = verify(
+        results = verify_loaded(
             workload,
             devices,
             args.precisions,
@@ -165,19 +171,3 @@ def _print(
     print(f"stored as result(s) {ids} in {db} (verify run {sweep})")
 
 
-def _devices(text: str) -> list[Device]:
-    """'all' is every available device; named ones are kept even when not available here,
-    so that they become failed rows. An unknown name is bad input."""
-    from ..devices import find_device, resolve_devices
-
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if names == ["all"]:
-        return resolve_devices("all")
-    devices: list[Device] = []
-    for name in names:
-        device = find_device(name)
-        if device not in devices:
-            devices.append(device)
-    if not devices:
-        raise UsageError("--devices names no device; try cpu, cuda or all")
-    return devices

@@ -40,6 +40,7 @@ import math
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -49,13 +50,14 @@ from ..analysis.facts import VERIFY, Verification
 from ..analysis.paired import UNDETERMINED, WITHIN, WORSE, paired_accuracy
 from ..backends.pytorch import build_torch
 from ..core.result import Result, RunSpec
+from ..core.vocab import DEFAULT_WORKLOAD, PRECISIONS, Precision
 from ..devices import BASELINE_DEVICE, HOST_DEVICE, OUT_OF_MEMORY, Device, find_device
 from ..devices.fingerprint import fingerprint
 from ..engine.runner import make_spec
 from ..errors import UsageError, one_line, require
 from ..levers import unsupported_reason
 from ..modes.train import Train, train_function
-from ..workloads import Workload
+from ..workloads import Workload, WorkloadRef
 
 __all__ = [
     "BASELINE",
@@ -67,7 +69,10 @@ __all__ = [
     "load_digits",
     "digits_for",
     "runs_to_verify",
+    "VerifyRequest",
     "verify",
+    "verify_devices",
+    "verify_loaded",
     "verify_one",
 ]
 
@@ -423,7 +428,67 @@ def _paired(own: Verification, base: Verification, tolerance_points: float) -> d
     return {"paired": table.to_dict(), "accuracy_judgement": judgement, "accuracy_note": note}
 
 
+@dataclass(frozen=True, kw_only=True)
+class VerifyRequest:
+    """What `accelbench verify` trains: one workload on each device and precision."""
+
+    workload: WorkloadRef = WorkloadRef(DEFAULT_WORKLOAD)
+    devices: str = "all"  # comma-separated names, or "all" (the available ones)
+    precisions: tuple[Precision, ...] = ("fp32",)
+    settings: Settings = Settings()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.workload, WorkloadRef):
+            raise UsageError(f"workload takes a WorkloadRef, not {self.workload!r}")
+        bad = [p for p in self.precisions if p not in PRECISIONS]
+        if bad or not self.precisions:
+            shown = bad[0] if bad else "none"
+            raise UsageError(f"unknown precision {shown!r}; valid: {', '.join(PRECISIONS)}")
+
+
 def verify(
+    request: VerifyRequest,
+    *,
+    db: str | Path | None = None,
+    on_epoch: Callable[[Device, str, int], None] | None = None,
+) -> list[Result]:
+    """`accelbench verify` as a function: load the workload, check it takes the digits, train
+    it on each device and precision and return the judged Results (stored in `db` too, when
+    given). Note that, as the command does, this runs the model in the calling process."""
+    from ..store.db import Store
+    from ..workloads import load_workload
+
+    workload = load_workload(request.workload)
+    workload.check()
+    data = digits_for(workload, request.settings)
+    devices = verify_devices(request.devices)
+    if db is None:
+        return verify_loaded(workload, devices, request.precisions, request.settings, data)
+    with Store(db) as store:
+        return verify_loaded(
+            workload, devices, request.precisions, request.settings, data, store.save, on_epoch
+        )
+
+
+def verify_devices(text: str) -> list[Device]:
+    """'all' is every available device; named ones are kept even when not available here,
+    so that they become failed rows. An unknown name is bad input."""
+    from ..devices import resolve_devices
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return resolve_devices("all")
+    devices: list[Device] = []
+    for name in names:
+        device = find_device(name)
+        if device not in devices:
+            devices.append(device)
+    if not devices:
+        raise UsageError("devices names no device; try cpu, cuda or all")
+    return devices
+
+
+def verify_loaded(
     workload: Workload,
     devices: Sequence[Device],
     precisions: Sequence[str],
@@ -432,8 +497,9 @@ def verify(
     on_result: Callable[[Result], Result] | None = None,
     on_epoch: Callable[[Device, str, int], None] | None = None,
 ) -> list[Result]:
-    """Train on every device and precision, the CPU fp32 baseline first; judge each run as it
-    lands and hand it to `on_result` (which stores it). All share one id in `sweep`.
+    """Train the loaded `workload` on every device and precision, the CPU fp32 baseline first;
+    judge each run as it lands and hand it to `on_result` (which stores it). All share one id
+    in `sweep`. `verify` is this from a request; the command calls it with its progress bar.
 
     `data` comes from `prepare`, which checks the input; it is called here when not given.
     """
