@@ -4,6 +4,7 @@ from types import MappingProxyType
 
 import pytest
 
+from accelbench.analysis.facts import Probe
 from accelbench.analysis.metrics import Analyzer, count_flops_per_sample, model_facts
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
@@ -52,3 +53,31 @@ def test_mfu_uses_calibrated_peaks_for_the_precision():
 def test_failed_results_are_left_alone():
     result = Result(spec=RunSpec("seed-cnn", "cpu", 64, 20), status="oom", error="x")
     assert Analyzer()(result, CPU) is result
+
+
+def test_the_verdict_shows_the_two_step_times_its_paired_ratio_compares():
+    # `run mlp --devices cpu --epochs 3` on a 2-core CPU: each process timed one step alone
+    # after its warm-up (1.46 ms), while the probe's pairs ran 0.421 ms at batch 25 and
+    # 0.43 ms at 100 (1.02x). The sentence showed 1.46 ms beside 0.421 ms and "1.02x".
+    probe = Probe(
+        25,
+        0.421e-3,
+        66,
+        steps=(0.421e-3,),
+        growth=(1.02,),
+        growth_ci_low=1.0,
+        growth_ci_high=1.03,
+        paired_steps=(0.43e-3,),
+    )
+    result = Result(
+        spec=RunSpec("mlp", "cpu", 100, 1),
+        status="ok",
+        measurement=Measurement(samples=(1.46e-3,) * 3),
+        metrics=probe.to_metrics(),
+    )
+    verdict = Analyzer()(result, CPU).metrics["verdict"]
+    assert verdict["kind"] == "launch-bound"
+    text = verdict["explanation"]
+    assert "4x the batch took 1.02x the time" in text
+    assert "0.421 ms a step at batch 25, 0.43 ms at 100: medians of the pairs" in text
+    assert "1.46" not in text  # the main samples' step was not timed beside the probe

@@ -127,3 +127,27 @@ def test_channels_last_is_advised_only_for_a_model_that_takes_it():
     assert not channels_last_applies(get_workload("seed-cnn"))  # its forward calls x.view
     assert not channels_last_applies(get_workload("mlp"))  # no images
     assert channels_last_applies(Conv())  # flatten copies where view cannot
+
+
+def test_a_paired_ratio_shows_the_steps_of_its_pairs_not_the_main_samples():
+    # the main samples' step (1.46 ms) was timed apart from the pairs: 0.0233 ms at batch 25
+    # and 0.0249 ms at 100 side by side, 1.07x
+    paired = Timing(
+        batch=100,
+        step_s=1.46e-3,
+        probe_batch=25,
+        probe_step_s=0.0233e-3,
+        paired_growth=(1.07, 1.05, 1.09, 3),
+        pairs=66,
+        paired_step_s=0.0249e-3,
+    )
+    v = judge(paired)
+    assert v.kind == "launch-bound"
+    assert "4x the batch took 1.07x the time (0.0233 ms a step at batch 25, 0.0249 ms at 100" in (
+        v.explanation
+    )
+    assert "1.46" not in v.explanation
+    # stored before the pairs' other side was: no figure at the batch rather than a wrong one
+    old = judge(Timing(**{**vars(paired), "paired_step_s": None}))
+    assert "1.46" not in old.explanation
+    assert "0.0233 ms a step at batch 25 in the pairs" in old.explanation

@@ -168,6 +168,7 @@ def test_writers_records_read_back_as_the_values_that_wrote_them():
             "growth": [],
             "growth_ci_low": None,
             "growth_ci_high": None,
+            "paired_steps": [],
         }
     }
     assert Probe.from_metrics(probe.to_metrics()) == probe

@@ -93,6 +93,12 @@ def test_the_probe_records_its_step_and_ratio_for_the_verdict(monkeypatch):
     assert found["batch_size"] == 16 and found["blocks"] >= probing.MIN_PAIRS
     assert found["growth"][0] == pytest.approx(1.2, rel=0.1)
     assert found["growth_ci_low"] <= found["growth"][0] <= found["growth_ci_high"]
+    # the step at the batch over the same pairs, which the verdict shows beside the probe's:
+    # both sides' medians sped up with the host (under 12 and 10 ms), their ratio near the
+    # pairs' (not equal: on a host 1% faster each step, each side's median is another pair's)
+    (paired,), (step,) = found["paired_steps"], found["steps"]
+    assert paired < 0.012 and step < 0.010
+    assert paired / step == pytest.approx(found["growth"][0], rel=0.15)
     # what else ran while the two sides alternated is the verdict's to weigh (issue 27)
     state = Facts(metrics).get(MachineState, PROBE_MACHINE_STATE)
     assert state is not None and state.other_cpu_cores == 0.9

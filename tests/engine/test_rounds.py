@@ -91,7 +91,7 @@ def test_a_fixed_count_is_kept_and_a_failed_process_ends_the_plan():
 def test_merging_keeps_every_process_apart_and_combines_what_each_recorded():
     first = _process(
         [100.0] * 3,
-        **Probe(2, 0.004, 5, steps=(0.004,)).to_metrics(),
+        **Probe(2, 0.004, 5, steps=(0.004,), paired_steps=(0.0041,)).to_metrics(),
         **MachineState(seconds=1.0, cores=2, other_cpu_cores=0.05).to_metrics(),
         **Overhead.add({}, warmup_s=0.5, timed_s=0.03, probe_s=1.0),
         **{POWER: {"average_watts": 100.0, "joules": 3.0, "seconds": 0.03, "source": "x"}},
@@ -99,7 +99,7 @@ def test_merging_keeps_every_process_apart_and_combines_what_each_recorded():
     )
     second = _process(
         [110.0] * 3,
-        **Probe(2, 0.005, 5, steps=(0.005,)).to_metrics(),
+        **Probe(2, 0.005, 5, steps=(0.005,), paired_steps=(0.0052,)).to_metrics(),
         **MachineState(seconds=2.0, cores=2, other_cpu_cores=0.8).to_metrics(),
         **Overhead.add({}, warmup_s=0.25, timed_s=0.027, probe_s=0.5),
         **{POWER: {"average_watts": 200.0, "joules": 5.4, "seconds": 0.027, "source": "x"}},
@@ -109,6 +109,7 @@ def test_merging_keeps_every_process_apart_and_combines_what_each_recorded():
     assert m.rounds == ((3, 1), (3, 1)) and facts.get(Rounds).passes == (1, 2)
     assert m.rate.median == pytest.approx(math.sqrt(100.0 * 110.0))
     assert facts.get(Probe).steps == (0.004, 0.005)
+    assert facts.get(Probe).paired_steps == (0.0041, 0.0052)  # each beside its own probe
     assert facts.get(Probe).step_time_s == pytest.approx(math.sqrt(0.004 * 0.005))
     state = facts.get(MachineState)
     assert state.other_cpu_cores == 0.8 and state.seconds == 3.0

@@ -8,6 +8,7 @@ figures come from a calibration stored for the device, else from the table of kn
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -181,6 +182,7 @@ class Analyzer:
             probe_ci=probe.ci if probe else None,
             paired_growth=_paired_growth(m, spec.steps_per_block, probe),
             pairs=(probe.blocks or 0) if probe else 0,
+            paired_step_s=_paired_step(probe),
             graphs=device.can_capture_graphs,
             faster_precisions=_faster_than_fp32(peaks),
             channels_last=channels_last,
@@ -225,6 +227,14 @@ def _paired_growth(
         assert probe.growth_ci_high is not None
         return probe.growth[0], probe.growth_ci_low, probe.growth_ci_high, 1
     return None
+
+
+def _paired_step(probe: Probe | None) -> float | None:
+    """The step at the batch over the probe's pairs, as `Probe.step_time_s` is the probe's:
+    the processes' medians' geometric mean. None where not recorded for every process."""
+    if probe is None or not probe.paired_steps or len(probe.paired_steps) != len(probe.steps):
+        return None
+    return math.exp(sum(map(math.log, probe.paired_steps)) / len(probe.paired_steps))
 
 
 def _profile_evidence(result: Result, witness: Result | None) -> dict[str, Any]:

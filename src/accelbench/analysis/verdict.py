@@ -62,6 +62,9 @@ class Timing:
     # intervals above, which ignore that a slow process slows both.
     paired_growth: tuple[float, float, float, int] | None = None
     pairs: int = 0  # the probe's pairs of alternating blocks, over all processes
+    # The step at `batch` over those pairs (as `probe_step_s` is the probe's), the ratio's other
+    # side; None where not recorded. `step_s`, from the main samples, was timed apart.
+    paired_step_s: float | None = None
     # Why the machine's state makes the probe untrustworthy ("" when it does not): the verdict
     # is then undetermined, whatever the ratio (analysis/trust).
     caveat: str = ""
@@ -138,11 +141,16 @@ def _paired(t: Timing) -> str:
 
 
 def _steps(t: Timing) -> str:
+    """The two step times the ratio compares. A paired ratio's are the medians of its pairs,
+    never the main samples' step: those were timed apart, and on their own terms (with
+    --epochs 3, one step alone a sample, mlp's took 4x its paired step on a CPU)."""
     assert t.probe_step_s is not None
-    return (
-        f"{t.probe_step_s * 1e3:.3g} ms a step at batch {t.probe_batch}, "
-        f"{t.step_s * 1e3:.3g} ms at {t.batch}"
-    )
+    probe = f"{t.probe_step_s * 1e3:.3g} ms a step at batch {t.probe_batch}"
+    if t.paired_growth is None:
+        return f"{probe}, {t.step_s * 1e3:.3g} ms at {t.batch}"
+    if t.paired_step_s is None:  # stored before the pairs' other side was
+        return f"{probe} in the pairs; their step at {t.batch} was not recorded"
+    return f"{probe}, {t.paired_step_s * 1e3:.3g} ms at {t.batch}: medians of the pairs"
 
 
 def _threshold(work: float) -> float:

@@ -61,6 +61,7 @@ def paired_probe(
     state = meter.state.to_metrics(PROBE_MACHINE_STATE) if meter.state else {}
     ratios = [m / p for m, p in pairs]
     step = statistics.median(p for _, p in pairs)
+    paired = statistics.median(m for m, _ in pairs)  # the other side of the same pairs
     interval = median_ci(ratios) or (None, None)
     return (
         Probe(
@@ -71,6 +72,7 @@ def paired_probe(
             growth=(statistics.median(ratios),),
             growth_ci_low=interval[0],
             growth_ci_high=interval[1],
+            paired_steps=(paired,),
         ).to_metrics()
         | state
     )

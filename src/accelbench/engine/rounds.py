@@ -250,7 +250,14 @@ def _probes(a: Probe | None, b: Probe | None) -> Probe | None:
     steps = (*a.steps, *b.steps)
     center = math.exp(sum(map(math.log, steps)) / len(steps))
     blocks = (a.blocks or 0) + (b.blocks or 0)
-    return replace(a, step_time_s=center, blocks=blocks, steps=steps, growth=(*a.growth, *b.growth))
+    return replace(
+        a,
+        step_time_s=center,
+        blocks=blocks,
+        steps=steps,
+        growth=(*a.growth, *b.growth),
+        paired_steps=(*a.paired_steps, *b.paired_steps),
+    )
 
 
 def _power(
