@@ -350,3 +350,10 @@ def test_the_library_verifies_from_a_request_and_stores_it(models, tmp_path):
     assert [r.id for r in Store(tmp_path / "v.db").results()] == [found[0].id]
     with pytest.raises(UsageError, match="unknown precision 'fp8'"):
         accelbench.VerifyRequest(precisions=("fp8",))
+
+
+def test_a_device_list_that_names_no_device_is_one_line():
+    from accelbench.workflows.verify import verify_devices
+
+    with pytest.raises(UsageError, match=r"no device named in ',,'; try cpu, cuda or all"):
+        verify_devices(",,")

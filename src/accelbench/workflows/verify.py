@@ -484,7 +484,7 @@ def verify_devices(text: str) -> list[Device]:
         if device not in devices:
             devices.append(device)
     if not devices:
-        raise UsageError("devices names no device; try cpu, cuda or all")
+        raise UsageError(f"no device named in {text!r}; try cpu, cuda or all")
     return devices
 
 
