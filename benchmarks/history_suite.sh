@@ -39,7 +39,7 @@ history)
   done ;;
 aa)
   rn="run resnet50 --devices cuda --modes train --precisions bf16 --memory-formats channels_last
-      --batch-sizes 256 --rounds 2 --max-time 1.5 --no-verdict --no-latency --quiet"
+      --batch-sizes 256 --rounds 2 --max-time 1 --no-verdict --no-latency --quiet"
   for i in $(seq 1 20); do
     left 30 || break
     timed clean$i $AB $rn --db $W/aa.db
