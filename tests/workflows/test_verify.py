@@ -296,6 +296,8 @@ def test_cli_verify_flags_a_precision_that_breaks_training(models, tmp_path):
         (["seed-cnn", "--tolerance", "abc"], "'abc' is not a number of percentage points"),
         (["seed-cnn", "--loss-tolerance", "much"], "'much' is not a percentage"),
         (["seed-cnn", "--devices", "tpu"], "unknown device 'tpu'"),
+        (["seed-cnn", "--timeout", "inf"], "timeout must be a finite number of seconds above 0"),
+        (["seed-cnn", "--timeout", "0"], "must be more than 0 seconds, got 0"),
         (["mlp"], "verify needs a classifier: mlp has no classes"),
         ([], "name one workload, or give --model"),
     ],
