@@ -359,3 +359,16 @@ def test_a_device_list_that_names_no_device_is_one_line():
 
     with pytest.raises(UsageError, match=r"no device named in ',,'; try cpu, cuda or all"):
         verify_devices(",,")
+
+
+def test_what_a_runs_worker_left_running_is_said_below_the_table():
+    left = ["pid 41 python", "pid 42 sleep"]
+    timed_out = _result("cpu", "bf16", status="timeout", error="no result within --timeout 5 s")
+    timed_out = replace(timed_out, metrics={**timed_out.metrics, "left_running": left})
+    table = verify_table([BASELINE, timed_out], width=300)
+    assert "TIMEOUT: no result within --timeout 5 s" in table
+    assert (
+        "cpu bf16: 2 process(es) started in its worker outlived it (pid 41 python, pid 42 "
+        "sleep); they were stopped"
+    ) in table
+    assert "outlived" not in verify_table([BASELINE], width=300)
