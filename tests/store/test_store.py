@@ -26,8 +26,8 @@ def make_result(samples=(0.5, 0.4, 0.6), status="ok"):
     )
 
 
-def test_round_trip_keeps_everything(tmp_path):
-    path = tmp_path / "r.db"
+def test_round_trip_keeps_everything(location):
+    path = location
     with Store(path) as store:
         saved = store.save(make_result())
         failed = store.save(make_result(samples=(), status="oom"))
@@ -40,8 +40,8 @@ def test_round_trip_keeps_everything(tmp_path):
     assert back[1].measurement.warmup == (0.9,)
 
 
-def test_filter_and_limit(tmp_path):
-    with Store(tmp_path / "r.db") as store:
+def test_filter_and_limit(location):
+    with Store(location) as store:
         for _ in range(3):
             store.save(make_result())
         assert len(store.results(limit=2)) == 2
@@ -100,7 +100,7 @@ def test_directory_and_missing_parent_are_refused(tmp_path):
 
 
 def test_a_version_1_database_migrates_forward_and_keeps_its_rows(tmp_path):
-    from accelbench.store.db import _SCHEMA_V1, APPLICATION_ID
+    from accelbench.store.sqlite import _SCHEMA_V1, APPLICATION_ID
 
     path = tmp_path / "v1.db"
     conn = sqlite3.connect(path)
@@ -126,7 +126,7 @@ def test_a_version_1_database_migrates_forward_and_keeps_its_rows(tmp_path):
 
 
 def test_a_version_5_database_gains_the_pruning_column_and_keeps_its_rows(tmp_path):
-    from accelbench.store.db import _MIGRATIONS, _SCHEMA_V1, APPLICATION_ID
+    from accelbench.store.sqlite import _MIGRATIONS, _SCHEMA_V1, APPLICATION_ID
 
     path = tmp_path / "v5.db"
     conn = sqlite3.connect(path)

@@ -57,10 +57,12 @@ def add_parser(commands: Commands) -> None:
     export.set_defaults(handler=handle_export)
     import_ = actions.add_parser(
         "import",
-        help="add the results of export files (idempotent)",
+        help="add the results of export files or of another SQLite store (idempotent)",
         argument_default=argparse.SUPPRESS,
     )
-    import_.add_argument("files", nargs="+", metavar="FILE", help="files from `results export`")
+    import_.add_argument(
+        "files", nargs="+", metavar="FILE", help="files from `results export`, or SQLite stores"
+    )
     add_output_options(import_, progress=False)
     import_.set_defaults(handler=handle_import)
 
@@ -116,11 +118,10 @@ def handle_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..levers import check_levers
-    from ..store.db import Store
-    from ..store.results_file import read_export
+    from ..store.db import Store, read_results
 
-    # Read and check every file before the database is touched.
-    batches = [(path, read_export(Path(path), check_levers)) for path in args.files]
+    # Read and check every file before the store is touched.
+    batches = [(path, read_results(Path(path), check_levers)) for path in args.files]
     with Store(db_path(args)) as store:
         added = [(path, len(results), store.import_results(results)) for path, results in batches]
     if args.json:
