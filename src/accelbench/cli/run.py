@@ -316,6 +316,8 @@ def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
     else:
         print(run_tables(results, width=width()), end="")
         print(explanation_blocks(results), end="")
-        ids = ", ".join(f"#{r.id}" for r in results) or "none (all were stored already)"
+        unsaved = "not stored (see above)"
+        ids = ", ".join(f"#{r.id}" if r.id is not None else unsaved for r in results)
+        ids = ids or "none (all were stored already)"
         print(f"stored as result(s) {ids} in {store.path} (sweep {sweep})")
     return exit_code(r.status for r in results)

@@ -38,6 +38,7 @@ from ..core.result import Result, RunSpec
 from ..core.vocab import Status
 from ..errors import UsageError, WorkloadError
 from ..levers import NO_ENTRY_POINTS, PLUGINS
+from ..store.base import DB_VARIABLE
 from ..workloads import Workload, WorkloadRef, load_workload
 from ..workloads.described import WorkloadFacts, described
 from .dist import Launch
@@ -53,6 +54,7 @@ __all__ = [
     "describe_isolated",
     "planning_workload",
     "run_isolated",
+    "worker_environment",
 ]
 
 COMPILE_THREADS = "TORCHINDUCTOR_COMPILE_THREADS"  # Inductor's compile pool, 1: none
@@ -152,7 +154,7 @@ def describe_isolated(ref: WorkloadRef, timeout: float) -> WorkloadFacts:
     its file and calling its factory run the user's code, which may raise, exit, fork, hang or
     change the directory, and none of it may reach the command. WorkloadError in one line
     when it does not load; what it left running ends with it."""
-    job = _Describe(ref, dict(os.environ), os.getpid(), os.getcwd())
+    job = _Describe(ref, worker_environment(), os.getpid(), os.getcwd())
     ended = _isolated(_describe_worker, job, timeout)
     if isinstance(ended.sent, WorkloadFacts):
         return ended.sent
@@ -244,7 +246,7 @@ def _run_isolated(
         launch=launch or Launch(timeout=timeout),
         drift=drift,
         sent=time.monotonic(),
-        environment=dict(os.environ),
+        environment=worker_environment(),
         parent=os.getpid(),
         profile=profile,
         latency=latency,
@@ -490,6 +492,12 @@ def compile_in_process() -> None:
     import torch._inductor.config as inductor
 
     inductor.compile_threads = 1
+
+
+def worker_environment() -> dict[str, str]:
+    """The environment a worker runs the user's code in: this process's, less the results
+    store's location (a server's URL may hold its password, which user code has no need of)."""
+    return {name: value for name, value in os.environ.items() if name != DB_VARIABLE}
 
 
 def _adopt(environment: dict[str, str], cwd: str = "") -> None:
