@@ -13,7 +13,6 @@ from dataclasses import replace
 
 import pytest
 
-from accelbench.core.peaks import PeakFigures
 from accelbench.core.result import RunSpec
 from accelbench.errors import StoreError
 from accelbench.store import postgres
@@ -43,41 +42,6 @@ def test_a_new_database_gets_the_current_schema_with_a_unique_uid(pg_cluster, pg
     unique = pg_cluster.sql("SELECT indexdef FROM pg_indexes WHERE indexdef LIKE '%UNIQUE%uid%'",
                             db=db)  # fmt: skip
     assert len(unique) == 1
-
-
-def test_save_replaces_by_uid_and_import_adds_only_what_is_missing(pg_url):
-    with Store(pg_url) as store:
-        first = store.save(make_result())
-        again = store.save(replace(first, status="oom", measurement=None, error="x"))
-        assert again.id == first.id and [r.status for r in store.results()] == ["oom"]
-        others = [make_result() for _ in range(3)]
-        assert store.import_results([first, *others]) == 3
-        assert store.import_results([first, *others]) == 0  # twice adds nothing
-        assert store.import_results([]) == 0
-        assert len(store.results()) == 4
-        assert store.results(Filters(id=first.id))[0].status == "oom"
-
-
-def test_calibrations_round_trip_newest_wins(pg_url):
-    with Store(pg_url) as store:
-        assert store.calibrations() == {}
-        store.save_calibration("cpu", "Xeon", "h", PeakFigures({"fp32": 1e12}, 5e10, "measured"))
-        store.save_calibration("cpu", "Xeon", "h", PeakFigures({"fp32": 2e12}, None, "measured"))
-    with Store(pg_url, create=False) as store:
-        assert store.calibrations() == {"Xeon": PeakFigures({"fp32": 2e12}, None, "measured")}
-
-
-def test_claims_as_on_sqlite(pg_url):
-    with Store(pg_url) as store:
-        assert store.claim("s", SPEC, "a", lambda h, b: False) is None  # free: a's
-        assert store.claim("s", SPEC, "b", lambda h, b: False) == "a"  # a is at it
-        assert store.claim("s", SPEC, "a", lambda h, b: False) is None  # a renews
-        assert store.claim("s", SPEC, "b", lambda h, b: h == "a") is None  # a is gone: b's
-        assert store.claim("s", SPEC, "a", lambda h, b: False) == "b"
-        store.release("s", SPEC, "a")  # not a's: nothing happens
-        assert store.claim("s", SPEC, "a", lambda h, b: False) == "b"
-        store.release("s", SPEC, "b")
-        assert store.claim("s", SPEC, "a", lambda h, b: False) is None
 
 
 def test_reading_an_empty_database_writes_nothing(pg_cluster, pg_url):
