@@ -97,6 +97,10 @@ def measure(args: argparse.Namespace, seed: Result, locations: list[str]) -> dic
         for first in range(0, args.results, 10_000):
             store.import_results(copies(seed, min(10_000, args.results - first), first))
     figures["fill_per_s"] = args.results / (time.perf_counter() - started)
+    started = time.perf_counter()
+    with Store(listed, create=False) as store:
+        read = len(store.results())
+    figures[f"read_{read}_in_python_s"] = time.perf_counter() - started  # the store's own part
     figures.update(_timed(args, ["results", "--json"], listed, f"results_{args.results}"))
     with Store(reported) as store:
         store.import_results(copies(seed, args.report))

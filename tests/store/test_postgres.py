@@ -216,3 +216,12 @@ def test_an_sqlite_store_reads_whole_for_import_with_its_uids(tmp_path, pg_url):
         assert store.import_results(found) == 3
         assert store.import_results(read_results(old)) == 0
         assert {r.uid for r in store.results()} == {r.uid for r in saved}
+
+
+def test_the_urls_query_reaches_the_driver_and_postgres_scheme_works(pg_cluster, pg_url):
+    with pytest.raises(StoreError, match="server does not support SSL, but SSL was required"):
+        Store(pg_url + "?sslmode=require")  # TLS settings pass through (this server has none)
+    short = pg_url.replace("postgresql://", "postgres://")
+    with Store(short + "?sslmode=disable&application_name=mine") as store:
+        assert store.save(make_result()).id is not None
+        assert store.location.startswith("postgres://postgres@")
