@@ -9,6 +9,7 @@ initdb and pg_ctl on PATH, fsync off).
 
     PYTHONPATH=src python3 benchmarks/store_scale.py                 # 100,000 / 10,000 / 8 x 250
     PYTHONPATH=src python3 benchmarks/store_scale.py --results 2000 --report 500 --writes 20
+    PYTHONPATH=src python3 benchmarks/store_scale.py --fetch-only   # reading 100,000 rows only
 
 Prints one line per figure, and their JSON at the end. The commands are timed end to end, as a
 user waits for them (interpreter start, reading, rendering; output to /dev/null), best of
@@ -46,6 +47,8 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=250, help="results each writer saves")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--from", dest="source", help="a store holding a real result to copy")
+    parser.add_argument("--fetch-only", action="store_true",
+                        help="fill, then time reading the rows only (no commands, no writers)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="accelbench-scale-") as scratch:
         work = Path(scratch)
@@ -97,16 +100,25 @@ def measure(args: argparse.Namespace, seed: Result, locations: list[str]) -> dic
         for first in range(0, args.results, 10_000):
             store.import_results(copies(seed, min(10_000, args.results - first), first))
     figures["fill_per_s"] = args.results / (time.perf_counter() - started)
-    started = time.perf_counter()
     with Store(listed, create=False) as store:
-        read = len(store.results())
-    figures[f"read_{read}_in_python_s"] = time.perf_counter() - started  # the store's own part
+        started = time.perf_counter()
+        rows = store._conn.execute("SELECT * FROM results ORDER BY id DESC").fetchall()
+        figures[f"fetch_{len(rows)}_rows_s"] = time.perf_counter() - started  # SQL and driver
+        started = time.perf_counter()
+        read = len(store.results())  # the rows again, each made a checked Result
+        figures[f"read_{read}_results_s"] = time.perf_counter() - started
+    if args.fetch_only:
+        return _said(figures, backend)
     figures.update(_timed(args, ["results", "--json"], listed, f"results_{args.results}"))
     with Store(reported) as store:
         store.import_results(copies(seed, args.report))
     figures.update(_timed(args, ["report", "--out", os.devnull], reported,
                           f"report_{args.report}"))  # fmt: skip
     figures["writers_results_per_s"] = writers(args, seed, written)
+    return _said(figures, backend)
+
+
+def _said(figures: dict[str, float], backend: str) -> dict[str, float]:
     for name, value in figures.items():
         print(f"{backend}: {name} = {value:,.2f}", flush=True)
     return figures
