@@ -118,17 +118,10 @@ def test_without_psycopg_a_server_store_says_how_to_install_it():
 
 
 def test_a_server_restarting_mid_run_loses_nothing(pg_cluster, tmp_path):
-    url = pg_cluster.url(pg_cluster.database())
-    env = {k: v for k, v in os.environ.items() if k != "ACCELBENCH_DB"}
-    run = subprocess.Popen(
-        [sys.executable, "-m", "accelbench", *RUN, "--precisions", "fp32,bf16", "--db", url,
-         "--json"],  # fmt: skip
-        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    db = url.rsplit("/", 1)[1]
-    deadline = time.monotonic() + 300
-    while not _stored(pg_cluster, db) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    db = pg_cluster.database()
+    url = pg_cluster.url(db)
+    run = _start_run(url, tmp_path)
+    _wait_for_a_result(pg_cluster, db)
     pg_cluster.stop()  # as a crash: the run's connection is cut
     pg_cluster.start()
     out, err = run.communicate(timeout=600)
@@ -139,6 +132,48 @@ def test_a_server_restarting_mid_run_loses_nothing(pg_cluster, tmp_path):
     with Store(url, create=False) as store:
         on_server = {r.uid for r in store.results()}
     assert on_server == stored and not kept, err  # the restart was retried, not worked around
+
+
+def test_a_server_away_for_the_rest_of_a_run_keeps_its_results_in_a_file(pg_cluster, tmp_path):
+    db = pg_cluster.database("writer")
+    url = pg_cluster.url(db, "writer", WRITER_PASSWORD)
+    run = _start_run(url, tmp_path)
+    _wait_for_a_result(pg_cluster, db)
+    pg_cluster.stop()
+    try:
+        out, err = run.communicate(timeout=600)
+    finally:
+        pg_cluster.start()
+    assert run.returncode == 0, err
+    (kept,) = tmp_path.glob("accelbench-unsaved-*.json")
+    told = [line for line in err.splitlines() if "kept in" in line]
+    assert told and f"accelbench results import {kept.name} --db postgresql://writer:***@" in (
+        told[-1]
+    )
+    assert WRITER_PASSWORD not in out + err
+    ran = json.loads(out)["results"]
+    assert len(ran) == 2 and any(r["id"] is None for r in ran)  # one at least not on the server
+    measured = {r["uid"]: r["processes"] for r in ran}
+    assert set(measured.values()) == {2}
+    imported = run_cli("results", "import", str(kept), "--db", url)
+    assert imported.returncode == 0, imported.stderr
+    with Store(url, create=False) as store:  # every result, each with all its processes
+        assert {r.uid: r.measurement.processes for r in store.results()} == measured
+
+
+def _start_run(url: str, cwd: object) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k != "ACCELBENCH_DB"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "accelbench", *RUN, "--precisions", "fp32,bf16", "--db", url,
+         "--json"],  # fmt: skip
+        env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def _wait_for_a_result(cluster: Cluster, db: str) -> None:
+    deadline = time.monotonic() + 300
+    while not _stored(cluster, db) and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def _stored(cluster: Cluster, db: str) -> bool:

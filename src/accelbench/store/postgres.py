@@ -149,6 +149,7 @@ class PostgresStore(Store):
         self.path = mask_url(self._url)
         self._unsaved: list[Result] = []  # results the server could not take, kept in a file
         self._unsaved_file: Path | None = None
+        self._away = False  # the server was lost and has not come back yet
         self._conn = self._connect()
         try:
             version = self._version()
@@ -214,15 +215,20 @@ class PostgresStore(Store):
 
     def _reconnect(self) -> psycopg.Connection[dict[str, Any]]:
         """A fresh connection, tried for `_RECONNECT_S`: a restarting server refuses
-        connections while it recovers."""
-        deadline = time.monotonic() + _RECONNECT_S
+        connections while it recovers. Once that has failed, each later call tries once, so
+        a server that stays away does not hold up every save of the run."""
+        deadline = time.monotonic() + (0 if self._away else _RECONNECT_S)
         while True:
             try:
-                return self._connect()
+                conn = self._connect()
             except StoreError:
-                if time.monotonic() > deadline:
+                if time.monotonic() >= deadline:
+                    self._away = True
                     raise
                 time.sleep(0.25)
+            else:
+                self._away = False
+                return conn
 
     # --- the schema ---------------------------------------------------------------------------
 
@@ -326,7 +332,8 @@ class PostgresStore(Store):
     def _keep(self, result: Result, exc: StoreError) -> None:
         """Write every result this store could not save to one export file in the working
         directory, and say so in one line (stderr: --json keeps stdout)."""
-        self._unsaved.append(result)
+        # one entry per result, in its newest state (a configuration's next process replaces it)
+        self._unsaved = [r for r in self._unsaved if r.uid != result.uid] + [result]
         if self._unsaved_file is None:
             stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
             self._unsaved_file = Path(f"accelbench-unsaved-{stamp}-{os.getpid()}.json")
