@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 # pyproject.toml's optional dependencies that bring a feature's packages (a test keeps them equal)
-EXTRAS = ("models", "power", "report", "export", "prune", "verify")
+EXTRAS = ("models", "power", "report", "export", "prune", "verify", "postgres")
 
 
 class AccelbenchError(Exception):

@@ -284,7 +284,7 @@ def test_an_empty_db_path_and_a_fifo_are_refused(tmp_path):
 
 
 def test_reading_commands_never_write_an_empty_or_older_database(tmp_path):
-    from accelbench.store.db import _SCHEMA_V1, APPLICATION_ID
+    from accelbench.store.sqlite import _SCHEMA_V1, APPLICATION_ID
 
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")

@@ -3,6 +3,7 @@ from dataclasses import replace
 
 import pytest
 
+from accelbench.core.peaks import PeakFigures
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.errors import StoreError
@@ -26,8 +27,8 @@ def make_result(samples=(0.5, 0.4, 0.6), status="ok"):
     )
 
 
-def test_round_trip_keeps_everything(tmp_path):
-    path = tmp_path / "r.db"
+def test_round_trip_keeps_everything(location):
+    path = location
     with Store(path) as store:
         saved = store.save(make_result())
         failed = store.save(make_result(samples=(), status="oom"))
@@ -40,8 +41,8 @@ def test_round_trip_keeps_everything(tmp_path):
     assert back[1].measurement.warmup == (0.9,)
 
 
-def test_filter_and_limit(tmp_path):
-    with Store(tmp_path / "r.db") as store:
+def test_filter_and_limit(location):
+    with Store(location) as store:
         for _ in range(3):
             store.save(make_result())
         assert len(store.results(limit=2)) == 2
@@ -100,7 +101,7 @@ def test_directory_and_missing_parent_are_refused(tmp_path):
 
 
 def test_a_version_1_database_migrates_forward_and_keeps_its_rows(tmp_path):
-    from accelbench.store.db import _SCHEMA_V1, APPLICATION_ID
+    from accelbench.store.sqlite import _SCHEMA_V1, APPLICATION_ID
 
     path = tmp_path / "v1.db"
     conn = sqlite3.connect(path)
@@ -126,7 +127,7 @@ def test_a_version_1_database_migrates_forward_and_keeps_its_rows(tmp_path):
 
 
 def test_a_version_5_database_gains_the_pruning_column_and_keeps_its_rows(tmp_path):
-    from accelbench.store.db import _MIGRATIONS, _SCHEMA_V1, APPLICATION_ID
+    from accelbench.store.sqlite import _MIGRATIONS, _SCHEMA_V1, APPLICATION_ID
 
     path = tmp_path / "v5.db"
     conn = sqlite3.connect(path)
@@ -168,3 +169,38 @@ def test_filters_outside_the_vocabulary_are_refused_not_matched_to_nothing(field
 
     with pytest.raises(UsageError, match=said):
         Filters(**fields)
+
+
+def test_save_replaces_by_uid_and_import_adds_only_what_is_missing(location):
+    with Store(location) as store:
+        first = store.save(make_result())
+        again = store.save(replace(first, status="oom", measurement=None, error="x"))
+        assert again.id == first.id and [r.status for r in store.results()] == ["oom"]
+        others = [make_result() for _ in range(3)]
+        assert store.import_results([first, *others]) == 3
+        assert store.import_results([first, *others]) == 0  # twice adds nothing
+        assert store.import_results([]) == 0
+        assert len(store.results()) == 4
+        assert store.results(Filters(id=first.id))[0].status == "oom"
+
+
+def test_calibrations_round_trip_newest_wins(location):
+    with Store(location) as store:
+        assert store.calibrations() == {}
+        store.save_calibration("cpu", "Xeon", "h", PeakFigures({"fp32": 1e12}, 5e10, "measured"))
+        store.save_calibration("cpu", "Xeon", "h", PeakFigures({"fp32": 2e12}, None, "measured"))
+    with Store(location, create=False) as store:
+        assert store.calibrations() == {"Xeon": PeakFigures({"fp32": 2e12}, None, "measured")}
+
+
+def test_claims_on_every_backend(location):
+    with Store(location) as store:
+        assert store.claim("s", SPEC, "a", lambda h, b: False) is None  # free: a's
+        assert store.claim("s", SPEC, "b", lambda h, b: False) == "a"  # a is at it
+        assert store.claim("s", SPEC, "a", lambda h, b: False) is None  # a renews
+        assert store.claim("s", SPEC, "b", lambda h, b: h == "a") is None  # a is gone: b's
+        assert store.claim("s", SPEC, "a", lambda h, b: False) == "b"
+        store.release("s", SPEC, "a")  # not a's: nothing happens
+        assert store.claim("s", SPEC, "a", lambda h, b: False) == "b"
+        store.release("s", SPEC, "b")
+        assert store.claim("s", SPEC, "a", lambda h, b: False) is None

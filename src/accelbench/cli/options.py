@@ -44,7 +44,11 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 T = TypeVar("T")
 MOST = 10**9  # no count accelbench takes is larger; SQLite's integers end at 2**63
-DB_HELP = "results database (default: $ACCELBENCH_DB or ./accelbench.db)"
+DB_HELP = (
+    "results store: an SQLite file, or a PostgreSQL server as postgresql://USER@HOST:PORT/NAME "
+    "(the password from PGPASSWORD or ~/.pgpass, or in the URL) (default: $ACCELBENCH_DB or "
+    "./accelbench.db)"
+)
 
 
 def count(minimum: int) -> Callable[[str], int]:
@@ -190,7 +194,7 @@ def _db_file(text: str) -> str:
 
 
 def add_db(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", type=_db_file, metavar="PATH", help=DB_HELP)
+    parser.add_argument("--db", type=_db_file, metavar="PATH|URL", help=DB_HELP)
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:

@@ -120,12 +120,11 @@ def read_store(args: argparse.Namespace) -> Iterator[Store]:
         print(f"accelbench: warning: {inert(text)}: left out", file=sys.stderr)
 
 
-def db_path(args: argparse.Namespace) -> Path:
-    from pathlib import Path
+def db_path(args: argparse.Namespace) -> str | Path:
+    """The store --db names (a file path, or a postgresql:// URL as text), else the default."""
+    from ..store.db import as_location, default_db_path
 
-    from ..store.db import default_db_path
-
-    return Path(args.db) if args.db else default_db_path()
+    return as_location(args.db) if args.db else default_db_path()
 
 
 def write(path: str, data: str | bytes) -> None:

@@ -12,6 +12,7 @@ from .output import db_path, emit_json, read_store, result_json, width
 
 if TYPE_CHECKING:
     from ..core.result import Result
+    from ..store.db import Store
 
 TABLE_LIMIT = 50  # results the table lists when no --limit is given
 EXPORT_FORMATS = ("json", "csv")
@@ -57,10 +58,12 @@ def add_parser(commands: Commands) -> None:
     export.set_defaults(handler=handle_export)
     import_ = actions.add_parser(
         "import",
-        help="add the results of export files (idempotent)",
+        help="add the results of export files or of another SQLite store (idempotent)",
         argument_default=argparse.SUPPRESS,
     )
-    import_.add_argument("files", nargs="+", metavar="FILE", help="files from `results export`")
+    import_.add_argument(
+        "files", nargs="+", metavar="FILE", help="files from `results export`, or SQLite stores"
+    )
     add_output_options(import_, progress=False)
     import_.set_defaults(handler=handle_import)
 
@@ -116,16 +119,48 @@ def handle_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..levers import check_levers
-    from ..store.db import Store
-    from ..store.results_file import read_export
+    from ..store.db import Store, read_results
 
-    # Read and check every file before the database is touched.
-    batches = [(path, read_export(Path(path), check_levers)) for path in args.files]
+    # Read and check every file before the store is touched.
+    batches = [(path, read_results(Path(path), check_levers)) for path in args.files]
+    added = []
     with Store(db_path(args)) as store:
-        added = [(path, len(results), store.import_results(results)) for path, results in batches]
+        for path, results in batches:
+            new = store.import_results(results)
+            updated = _go_on(store, results) if new < len(results) else 0
+            added.append((path, len(results), new, updated))
     if args.json:
-        emit_json([{"file": p, "results": n, "added": a} for p, n, a in added])
+        emit_json([{"file": p, "results": n, "added": a, "updated": u} for p, n, a, u in added])
     else:
-        for path, total, new in added:
-            print(f"{path}: {total} result(s), {new} new, {total - new} already stored")
+        for path, total, new, updated in added:
+            more = f", {updated} updated (more of their processes)" if updated else ""
+            stored = total - new - updated
+            print(f"{path}: {total} result(s), {new} new{more}, {stored} already stored")
     return 0
+
+
+def _go_on(store: Store, results: list[Result]) -> int:
+    """Results stored already that the import holds with more of their processes run (a run
+    that went on while its server was away, kept in a file): replaced by the later state.
+    How many."""
+    from dataclasses import replace
+
+    from ..store.db import Filters
+
+    incoming = {r.uid: r for r in results}
+    updated = 0
+    for sweep in {r.sweep for r in results}:
+        for stored in store.results(Filters(sweep=sweep)):
+            later = incoming.get(stored.uid)
+            if later is not None and _processes(later) > _processes(stored):
+                store.save(replace(later, id=stored.id))
+                updated += 1
+    return updated
+
+
+def _processes(result: Result) -> int:
+    """How many of its processes a result holds, those that failed among them."""
+    from ..analysis.facts import Rounds
+
+    rounds = result.facts.get(Rounds)
+    return 1 if rounds is None else len(rounds.passes) + len(rounds.failed)

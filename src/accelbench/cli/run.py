@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.levels import DEFAULT_POLICY
@@ -290,14 +291,16 @@ def _left_to_another(spec: RunSpec, holder: str) -> None:
 def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
     """Run a checked plan, store it, and print its tables (and explanations) or its JSON."""
     from ..render.console import explanation_blocks, run_tables
-    from ..store.db import Store
+    from ..store.db import Store, is_url
     from ..workflows.benchmark import resumable, run_plan
 
     resume = getattr(args, "resume", False)
-    if resume and db_path(args).is_file():  # refuse what cannot be resumed, writing nothing
-        with Store(db_path(args), create=False) as stored:
+    db = db_path(args)
+    # refuse what cannot be resumed, writing nothing
+    if resume and (is_url(db) or Path(db).is_file()):
+        with Store(db, create=False) as stored:
             resumable(checked, stored)
-    with Store(db_path(args)) as store:
+    with Store(db) as store:
         results = run_plan(
             checked, store, resume=resume, quiet=args.quiet, on_elsewhere=_left_to_another
         )
@@ -313,6 +316,8 @@ def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
     else:
         print(run_tables(results, width=width()), end="")
         print(explanation_blocks(results), end="")
-        ids = ", ".join(f"#{r.id}" for r in results) or "none (all were stored already)"
+        unsaved = "not stored (see above)"
+        ids = ", ".join(f"#{r.id}" if r.id is not None else unsaved for r in results)
+        ids = ids or "none (all were stored already)"
         print(f"stored as result(s) {ids} in {store.path} (sweep {sweep})")
     return exit_code(r.status for r in results)

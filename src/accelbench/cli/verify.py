@@ -150,7 +150,7 @@ def _verdict(result: Result) -> str:
 
 
 def _print(
-    args: argparse.Namespace, results: list[Result], devices: list[Device], db: Path
+    args: argparse.Namespace, results: list[Result], devices: list[Device], db: Path | str
 ) -> None:
     from ..render.console import verify_table
 

@@ -39,6 +39,7 @@ from ..core.result import Result, RunSpec
 from ..core.vocab import Status
 from ..errors import AccelbenchError, UsageError, WorkloadError, one_line
 from ..levers import NO_ENTRY_POINTS, PLUGINS
+from ..store.base import DB_VARIABLE
 from ..workloads import Workload, WorkloadRef, load_workload
 from ..workloads.described import WorkloadFacts, described
 from .dist import Launch
@@ -56,6 +57,7 @@ __all__ = [
     "describe_isolated",
     "planning_workload",
     "run_isolated",
+    "worker_environment",
 ]
 
 COMPILE_THREADS = "TORCHINDUCTOR_COMPILE_THREADS"  # Inductor's compile pool, 1: none
@@ -158,7 +160,7 @@ def describe_isolated(ref: WorkloadRef, timeout: float, check: bool = False) -> 
     change the directory, and none of it may reach the command. WorkloadError in one line
     when it does not load (or, with `check`, fails its own check: `Workload.check`); what it
     left running ends with it."""
-    job = _Describe(ref, dict(os.environ), os.getpid(), os.getcwd(), check)
+    job = _Describe(ref, worker_environment(), os.getpid(), os.getcwd(), check)
     ended = _isolated(_describe_worker, job, timeout)
     if isinstance(ended.sent, WorkloadFacts):
         return ended.sent
@@ -235,7 +237,7 @@ def call_isolated(
     An AccelbenchError it raises is raised here (bad input, one line). Any other exception,
     sys.exit, a death (a signal, os._exit) or silence past the deadline is a Called with
     status "error" or "timeout" and a line saying which: never this process's end."""
-    job = _Call(function, argument, dict(os.environ), os.getpid(), os.getcwd())
+    job = _Call(function, argument, worker_environment(), os.getpid(), os.getcwd())
     ended = _isolated(_call_worker, job, timeout, on_tell=on_tell)
     left, sent = tuple(ended.stopped), ended.sent
     if isinstance(sent, _Raised):
@@ -345,7 +347,7 @@ def _run_isolated(
         launch=launch or Launch(timeout=timeout),
         drift=drift,
         sent=time.monotonic(),
-        environment=dict(os.environ),
+        environment=worker_environment(),
         parent=os.getpid(),
         profile=profile,
         latency=latency,
@@ -594,6 +596,12 @@ def compile_in_process() -> None:
     import torch._inductor.config as inductor
 
     inductor.compile_threads = 1
+
+
+def worker_environment() -> dict[str, str]:
+    """The environment a worker runs the user's code in: this process's, less the results
+    store's location (a server's URL may hold its password, which user code has no need of)."""
+    return {name: value for name, value in os.environ.items() if name != DB_VARIABLE}
 
 
 def _adopt(environment: dict[str, str], cwd: str = "") -> None:

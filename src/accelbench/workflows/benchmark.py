@@ -45,7 +45,7 @@ from ..engine.rounds import (
 from ..engine.sweep import Config, LeverValues, Progress, Sweep, run_interleaved
 from ..engine.track import progress_bar
 from ..engine.worker import START_LIMIT_S, planning_workload, run_isolated
-from ..errors import UsageError
+from ..errors import StoreError, UsageError
 from ..levers import all_levers, find_lever, label
 from ..store.db import Filters, Store
 from ..workloads import Workload, WorkloadRef
@@ -342,7 +342,12 @@ class _Measure:
     ) -> Result:
         plan, store, spec = self.plan, self.store, progress.config.spec
         result = _next_process(plan, progress, pass_no, on_block)
-        earlier = _earlier_runs(store, result, plan.sweep.id)
+        try:
+            earlier = _earlier_runs(store, result, plan.sweep.id)
+        except StoreError:
+            # The store is away (a server restarting): what was measured is still kept, and
+            # the save says where; only the check against earlier runs is left out.
+            earlier = []
         witness = next((r for r in earlier if r.facts.get(Explanation) is not None), None)
         result = self.analyze(result, plan.devices[spec.device], witness)
         if spec.processes == 1 and result.measurement is not None:
