@@ -123,7 +123,7 @@ def changes_table(changes: Sequence[Change], threshold: float, width: int = 120)
     title = f"regression check (threshold {threshold:.0%})"
     table = new_table(title, _CHANGES_HEADERS, left_columns=3)
     names = short_names(c.spec.workload for c in changes)
-    for c in changes:
+    for i, c in enumerate(changes, 1):
         base, cand = c.baseline.measurement, c.candidate.measurement
         assert base is not None  # only measured baselines are matched
         table.add_row(
@@ -133,12 +133,14 @@ def changes_table(changes: Sequence[Change], threshold: float, width: int = 120)
             number(base.rate.median),
             number(cand.rate.median) if cand else c.candidate.status.upper(),
             c.speedup.text() if c.speedup else f"failed: {c.candidate.error}",
-            c.verdict,
+            c.verdict + (f" ({i})" if c.why else ""),
         )
     notes = [
         "candidate / baseline = ratio of samples/s; its 95% CI is taken over processes "
-        "(Student's t, paired pass by pass where both ran in one sweep); undetermined: too few "
-        "processes or samples to bound it, so it can be called neither ok nor a regression",
+        "(Student's t, paired pass by pass where both ran in one sweep); ok: the CI rules out "
+        f"a slowdown past {threshold:.0%}; undetermined: it cannot (too few processes or "
+        "samples, or too wide), so it is neither ok nor a regression",
+        *(f"({i}) {c.why}" for i, c in enumerate(changes, 1) if c.why),
         *_whole_names(names),
     ]
     return render_table(table, notes, width)  # compare refuses runs with nothing in common

@@ -1,0 +1,75 @@
+"""`compare --candidate RUN` alone: the regression gate against the configuration's history on
+its machine, driven through the real CLI; its exit statuses (0, 1, 3, 2)."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+
+from accelbench.store.db import Store
+from tests.analysis.test_history import _run
+from tests.conftest import run_cli
+
+
+def _store(path, run_seconds, candidate_seconds, rng):
+    """Earlier runs of one command (one sweep), then a candidate of its own sweep."""
+    with Store(path) as store:
+        for i, seconds in enumerate(run_seconds):
+            store.save(_run(seconds, i, rng))
+        cand = _run(candidate_seconds, 100, rng)
+        store.save(replace(cand, sweep="candidate", id=None))
+    return str(path)
+
+
+def test_the_history_gate_exit_statuses(tmp_path):
+    rng = np.random.default_rng(21)
+    stable = [0.1 * (1 + 0.01 * x) for x in rng.standard_normal(8)]
+    slower = _store(tmp_path / "slow.db", stable, 0.11, rng)
+    out = run_cli("compare", "--candidate", "candidate", "--db", slower)
+    assert out.returncode == 1, out.stderr
+    assert "REGRESSION (1)" in out.stdout and "slower, below the history's interval" in out.stdout
+    assert "earlier runs" in out.stdout and "box" in out.stdout.splitlines()[0]
+
+    same = _store(tmp_path / "same.db", stable, 0.1, rng)
+    ok = run_cli("compare", "--candidate", "candidate", "--json", "--db", same)
+    assert ok.returncode == 0, ok.stderr
+    (found,) = json.loads(ok.stdout)
+    assert found["verdict"] == "ok" and found["history"]["earlier_runs"] == 8
+    assert found["history"]["prediction"]["detectable_slowdown"] < 0.05
+
+    short = _store(tmp_path / "short.db", stable[:3], 0.2, rng)
+    few = run_cli("compare", "--candidate", "candidate", "--db", short)
+    assert few.returncode == 3 and "3 earlier runs, needs 5" in few.stdout
+
+    windowed = run_cli("compare", "--candidate", "candidate", "--window", "3", "--db", same)
+    assert windowed.returncode == 2 and "--window: must be 5 or more" in windowed.stderr
+
+
+def test_a_noisy_history_is_undetermined_with_the_detectable_change(tmp_path):
+    rng = np.random.default_rng(22)
+    noisy = [0.1 * float(np.exp(0.15 * x)) for x in rng.standard_normal(8)]
+    db = _store(tmp_path / "noisy.db", noisy, 0.1, rng)
+    out = run_cli("compare", "--candidate", "candidate", "--db", db)
+    text = " ".join(out.stdout.split())
+    assert out.returncode == 3, out.stderr
+    assert "detects only a slowdown of" in text and "not 5%" in text
+    assert "quieter machine" in text
+
+
+def test_a_candidate_not_stored_is_one_line_exit_2(tmp_path):
+    rng = np.random.default_rng(23)
+    db = _store(tmp_path / "r.db", [0.1] * 5, 0.1, rng)
+    out = run_cli("compare", "--candidate", "nope", "--db", db)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert "no stored result or sweep 'nope'" in out.stderr
+
+
+def test_runs_after_the_candidate_are_not_its_history(tmp_path):
+    rng = np.random.default_rng(24)
+    with Store(tmp_path / "r.db") as store:
+        first = _run(0.1, 0, rng)
+        store.save(replace(first, sweep="first", id=None))
+        for i in range(6):
+            store.save(_run(0.1, 10 + i, rng))
+    out = run_cli("compare", "--candidate", "first", "--json", "--db", str(tmp_path / "r.db"))
+    assert out.returncode == 3 and json.loads(out.stdout)[0]["history"]["earlier_runs"] == 0
