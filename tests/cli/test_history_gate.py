@@ -73,3 +73,23 @@ def test_runs_after_the_candidate_are_not_its_history(tmp_path):
             store.save(_run(0.1, 10 + i, rng))
     out = run_cli("compare", "--candidate", "first", "--json", "--db", str(tmp_path / "r.db"))
     assert out.returncode == 3 and json.loads(out.stdout)[0]["history"]["earlier_runs"] == 0
+
+
+def test_results_lists_where_each_run_landed_against_its_earlier_runs(tmp_path):
+    rng = np.random.default_rng(25)
+    stable = [0.1 * (1 + 0.01 * x) for x in rng.standard_normal(6)]
+    db = _store(tmp_path / "r.db", stable, 0.13, rng)  # the candidate: 23% slower
+    out = run_cli("results", "--db", db)
+    assert out.returncode == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if line.startswith("│ ")]
+    assert "OUTSIDE [" in rows[0]  # the newest: the slow candidate
+    assert "inside [" in rows[1]  # 5 earlier runs: a prediction
+    assert "4 earlier, needs 5" in rows[2] and "│ —  " in rows[-1]  # the first: none before
+    listed = json.loads(run_cli("results", "--json", "--db", db).stdout)
+    newest, oldest = listed[0]["history"], listed[-1]["history"]
+    assert newest["earlier_runs"] == 6 and newest["inside"] is False
+    assert newest["prediction"]["low"] < newest["prediction"]["center"]
+    assert oldest is None  # nothing before the first run
+    assert listed[-2]["history"] == {
+        "earlier_runs": 1, "needs": 5, "prediction": None, "inside": None,
+    }  # fmt: skip

@@ -20,6 +20,7 @@ import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.levels import t_quantile
 from ..core.result import Result, RunSpec, machine_of
@@ -30,6 +31,7 @@ __all__ = [
     "MIN_HISTORY",
     "History",
     "Judgement",
+    "Placement",
     "Prediction",
     "Run",
     "histories",
@@ -38,6 +40,8 @@ __all__ = [
     "judge",
     "judge_run",
     "key_of",
+    "narrowing",
+    "placements",
     "predict",
     "runs_needed",
 ]
@@ -277,3 +281,53 @@ def judge_run(
         judge(r, history_before(r, grouped, window), threshold)
         for r in sorted(newest.values(), key=_when)
     ]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one run landed against the runs of its configuration on its machine before it:
+    shown beside the run's own interval by `run` and `results`."""
+
+    earlier: int  # earlier runs in the window
+    prediction: Prediction | None  # None below MIN_HISTORY earlier runs
+    rate: float  # this run's samples/s
+
+    @property
+    def inside(self) -> bool | None:
+        return None if self.prediction is None else self.prediction.holds(self.rate)
+
+    def to_dict(self) -> dict[str, object]:
+        found = self.prediction
+        return {
+            "earlier_runs": self.earlier,
+            "needs": MIN_HISTORY,
+            "prediction": None if found is None else found.to_dict(),
+            "inside": self.inside,
+        }
+
+
+def placements(
+    results: Sequence[Result], stored: Iterable[Result], window: int = DEFAULT_WINDOW
+) -> dict[str, Placement]:
+    """Each measured result's placement against its earlier runs, by uid; a result with no
+    earlier run of its configuration on its machine has none."""
+    grouped = histories(stored)
+    found = {}
+    for r in results:
+        if not is_timing(r):
+            continue
+        history = history_before(r, grouped, window)
+        if history.runs:
+            found[r.uid] = Placement(len(history.runs), history.prediction, Run.of(r).rate)
+    return found
+
+
+def narrowing(results: Sequence[Result]) -> dict[str, Any]:
+    """The spec fields all `results` share: a history query narrowed by them reads only what
+    could be their history (one query per command, the rest filtered here)."""
+    shared = {}
+    for name in ("workload", "device", "mode", "precision", "backend"):
+        values = {getattr(r.spec, name) for r in results}
+        if len(values) == 1:
+            shared[name] = values.pop()
+    return shared

@@ -16,7 +16,7 @@ from .options import (
     fraction,
     result_id,
 )
-from .output import emit_json, read_store, result_json, width
+from .output import emit_json, read_store, result_json, stored_history, width
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
@@ -195,7 +195,7 @@ def _against_history(args: argparse.Namespace, store: Store) -> int:
     from ..render.console import history_table
 
     candidates = _run(store, args.candidate)
-    judged = judge_run(candidates, _stored_like(store, candidates), args.threshold, args.window)
+    judged = judge_run(candidates, stored_history(store, candidates), args.threshold, args.window)
     if not judged:
         raise UsageError(f"the run {args.candidate} holds no timing to judge (verify results?)")
     if args.json:
@@ -216,19 +216,6 @@ def _against_history(args: argparse.Namespace, store: Store) -> int:
     else:
         print(history_table(judged, args.threshold, width=width()), end="")
     return exit_status([j.verdict for j in judged])
-
-
-def _stored_like(store: Store, candidates: list[Result]) -> list[Result]:
-    """The stored results that could be the candidates' history, in one query: narrowed by
-    whatever the candidates all share, the rest filtered in Python (analysis/history)."""
-    from ..store.db import Filters
-
-    shared = {}
-    for name in ("workload", "device", "mode", "precision", "backend"):
-        values = {getattr(r.spec, name) for r in candidates}
-        if len(values) == 1:
-            shared[name] = values.pop()
-    return store.results(Filters(status="ok", **shared))
 
 
 def _run(store: Store, ref: str) -> list[Result]:

@@ -24,7 +24,15 @@ from .options import (
     registered_modes,
     seconds,
 )
-from .output import db_path, emit_json, exit_code, result_json, width
+from .output import (
+    db_path,
+    emit_json,
+    exit_code,
+    result_json,
+    stored_history,
+    width,
+    with_history,
+)
 
 if TYPE_CHECKING:
     from ..analysis.explanation import ProfileRequest
@@ -289,6 +297,7 @@ def _left_to_another(spec: RunSpec, holder: str) -> None:
 
 def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
     """Run a checked plan, store it, and print its tables (and explanations) or its JSON."""
+    from ..analysis.history import placements
     from ..render.console import explanation_blocks, run_tables
     from ..store.db import Store
     from ..workflows.benchmark import resumable, run_plan
@@ -301,17 +310,18 @@ def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
         results = run_plan(
             checked, store, resume=resume, quiet=args.quiet, on_elsewhere=_left_to_another
         )
+        history = placements(results, stored_history(store, results))
     sweep = checked.sweep.id
     if args.json:
         emit_json(
             {
                 "db": str(store.path),
                 "sweep": sweep,
-                "results": [result_json(r) for r in results],
+                "results": [with_history(result_json(r), r, history) for r in results],
             }
         )
     else:
-        print(run_tables(results, width=width()), end="")
+        print(run_tables(results, width=width(), history=history), end="")
         print(explanation_blocks(results), end="")
         ids = ", ".join(f"#{r.id}" for r in results) or "none (all were stored already)"
         print(f"stored as result(s) {ids} in {store.path} (sweep {sweep})")

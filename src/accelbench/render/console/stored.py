@@ -5,10 +5,11 @@ Nothing here imports torch, so that commands that only read the store need not p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ...analysis.compare import DEVICE, FASTEST, MIN_SAMPLES, Change, Comparison
 from ...analysis.facts import Verification
+from ...analysis.history import DEFAULT_WINDOW, MIN_HISTORY, Placement
 from ...core.levels import MIN_PROCESSES
 from ...core.result import Result
 from ...levers import CONFIGURATION, label
@@ -18,11 +19,23 @@ from .table import new_table, render_table
 
 __all__ = ["changes_table", "compare_table", "results_table"]
 
-_RESULTS_HEADERS = ("id", "when (UTC)", *RESULT_COLUMNS, "status", "host")
+_RESULTS_HEADERS = (
+    "id",
+    "when (UTC)",
+    *RESULT_COLUMNS,
+    "vs earlier runs [next run's 95%]",
+    "status",
+    "host",
+)
 
 
-def results_table(results: Sequence[Result], width: int = 120) -> str:
+def results_table(
+    results: Sequence[Result], width: int = 120, history: Mapping[str, Placement] | None = None
+) -> str:
+    """Stored results, newest first; `history` (by uid) says where each run landed against
+    the earlier runs of its configuration on its machine."""
     table = new_table(f"{len(results)} stored result(s), newest first", _RESULTS_HEADERS)
+    placed = history or {}
     for r in results:
         m = r.measurement
         table.add_row(
@@ -35,10 +48,28 @@ def results_table(results: Sequence[Result], width: int = 120) -> str:
             _samples(r) if m else "—",
             interval(m.rate, r.samples_per_block) if m else "—",
             number(m.rate.median) if m else "—",
+            _placement(placed.get(r.uid)),
             _status(r),
             r.environment.get("host", ""),
         )
-    return render_table(table, width=width)
+    notes = []
+    if placed:
+        notes.append(
+            "vs earlier runs: inside or OUTSIDE the 95% prediction interval (samples/s) of "
+            "the earlier runs of its configuration on its machine (the last "
+            f"{DEFAULT_WINDOW}; at least {MIN_HISTORY}); `compare --candidate RUN` gates on it"
+        )
+    return render_table(table, notes, width=width)
+
+
+def _placement(placed: Placement | None) -> str:
+    if placed is None:
+        return "—"
+    found = placed.prediction
+    if found is None:
+        return f"{placed.earlier} earlier, needs {MIN_HISTORY}"
+    where = "inside" if placed.inside else "OUTSIDE"
+    return f"{where} [{number(found.low)}–{number(found.high)}]"
 
 
 def _status(r: Result) -> str:
