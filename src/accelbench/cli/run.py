@@ -19,6 +19,7 @@ from .options import (
     add_output_options,
     count,
     from_args,
+    idle_seconds,
     model_options,
     modes_help,
     registered_modes,
@@ -189,6 +190,15 @@ def _add_processes(timing: argparse._ArgumentGroup) -> None:
         type=count(1),
         metavar="N",
         help=f"the most processes an adaptive count may reach (default: {DEFAULT_POLICY.most})",
+    )
+    timing.add_argument(
+        "--min-gap",
+        type=idle_seconds,
+        default=0.0,
+        metavar="S",
+        help="at least S seconds between the starts of a configuration's successive processes, "
+        "so that one run samples the host's slow states too (default: 0); waiting, not timing: "
+        "--max-time does not count it",
     )
     timing.add_argument(
         "--timeout",
