@@ -32,3 +32,24 @@ def test_too_few_earlier_runs_is_said_and_no_earlier_run_says_nothing():
         "between runs: undetermined: 2 earlier runs of this configuration on this machine, "
         "needs 5 for a prediction interval"
     )
+
+
+def test_the_history_chart_draws_each_configurations_runs_with_its_band_and_verdicts():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from accelbench.render import charts
+    from accelbench.render.html import html_report
+
+    rng = np.random.default_rng(33)
+    seconds = [0.1 * (1 + 0.005 * x) for x in rng.standard_normal(8)] + [0.12]
+    runs = _history(seconds, rng)
+    figure, ax = plt.subplots()
+    charts._history_panel(ax, runs, histories(runs))
+    assert [t.get_text() for t in ax.texts] == ["REGRESSION"]  # only the slow last run
+    plt.close(figure)
+    assert charts.history_chart(runs).startswith(b"\x89PNG")
+    assert charts.history_chart(runs[:1]) is None  # one run is no history
+    assert "<h3>History: each configuration" in html_report(runs)
