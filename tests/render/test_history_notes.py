@@ -22,6 +22,15 @@ def test_run_notes_say_the_spread_between_runs_and_whether_this_run_fell_inside(
     assert "between runs" not in run_tables([slow], width=400)  # no history given: no note
 
 
+def test_a_history_read_from_part_of_the_store_places_only_runs_with_a_full_window():
+    rng = np.random.default_rng(34)
+    earlier = _history([0.1] * 6, rng)
+    cand = _run(0.1, 30, rng)
+    assert cand.uid in placements([cand], earlier, window=5, complete=False)
+    assert cand.uid not in placements([cand], earlier, window=10, complete=False)
+    assert placements([cand], earlier, window=10)[cand.uid].earlier == 6
+
+
 def test_too_few_earlier_runs_is_said_and_no_earlier_run_says_nothing():
     rng = np.random.default_rng(32)
     earlier = _history([0.1, 0.1], rng)

@@ -307,17 +307,23 @@ class Placement:
 
 
 def placements(
-    results: Sequence[Result], stored: Iterable[Result], window: int = DEFAULT_WINDOW
+    results: Sequence[Result],
+    stored: Iterable[Result],
+    window: int = DEFAULT_WINDOW,
+    complete: bool = True,
 ) -> dict[str, Placement]:
     """Each measured result's placement against its earlier runs, by uid; a result with no
-    earlier run of its configuration on its machine has none."""
+    earlier run of its configuration on its machine has none. Where `stored` is only the
+    newest part of the store (`complete` false), a result with fewer than `window` earlier runs
+    in it has none either: older ones may be stored beyond it (results are stored in the order
+    they were made, so a full window found there is the last one)."""
     grouped = histories(stored)
     found = {}
     for r in results:
         if not is_timing(r):
             continue
         history = history_before(r, grouped, window)
-        if history.runs:
+        if history.runs and (complete or len(history.runs) >= window):
             found[r.uid] = Placement(len(history.runs), history.prediction, Run.of(r).rate)
     return found
 

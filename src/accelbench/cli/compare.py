@@ -195,7 +195,9 @@ def _against_history(args: argparse.Namespace, store: Store) -> int:
     from ..render.console import history_table
 
     candidates = _run(store, args.candidate)
-    judged = judge_run(candidates, stored_history(store, candidates), args.threshold, args.window)
+    judged = judge_run(
+        candidates, stored_history(store, candidates)[0], args.threshold, args.window
+    )
     if not judged:
         raise UsageError(f"the run {args.candidate} holds no timing to judge (verify results?)")
     if args.json:

@@ -159,15 +159,26 @@ def result_json(result: Result) -> dict[str, Any]:
     }
 
 
-def stored_history(store: Store, results: Sequence[Result]) -> list[Result]:
+# Stored results `run` and `results` read for where each run landed against its history:
+# reading all of 100,000 again would take the listing from a second to minutes (the gate,
+# `compare --candidate RUN`, reads them all).
+HISTORY_SCAN = 500
+
+
+def stored_history(
+    store: Store, results: Sequence[Result], scan: int | None = None
+) -> tuple[list[Result], bool]:
     """The stored runs that could be `results`' history (analysis/history), in one query
-    narrowed by what they all share; the rest is filtered in Python."""
+    narrowed by what they all share, the rest filtered in Python; at most the newest `scan`
+    of them (a listing of 100,000 results must not read them all twice), and whether that was
+    all of them."""
     from ..analysis.history import narrowing
     from ..store.db import Filters
 
     if not results:
-        return []
-    return store.results(Filters(status="ok", **narrowing(results)))
+        return [], True
+    found = store.results(Filters(status="ok", **narrowing(results)), limit=scan)
+    return found, scan is None or len(found) < scan
 
 
 def with_history(

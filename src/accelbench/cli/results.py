@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .options import Commands, add_filters, add_output_options, count, filters
 from .output import (
+    HISTORY_SCAN,
     db_path,
     emit_json,
     read_store,
@@ -84,11 +85,13 @@ def handle(args: argparse.Namespace) -> int:
     with read_store(args) as store:
         results = store.results(filters(args), limit=None if limit is None else limit + default)
         shown = results[:limit]
-        history = placements(shown, stored_history(store, shown))
+        stored, complete = stored_history(store, shown, HISTORY_SCAN)
+        history = placements(shown, stored, complete=complete)
     if args.json:
         emit_json([with_history(result_json(r), r, history) for r in shown])
         return 0
-    print(results_table(shown, width=width(), history=history), end="")
+    partial = "" if complete else f"the newest {HISTORY_SCAN:,} like them"
+    print(results_table(shown, width=width(), history=history, read_from=partial), end="")
     if len(results) > TABLE_LIMIT and default:
         print(f"the newest {TABLE_LIMIT} are shown; more are stored: --limit N or --all lists them")
     return 0

@@ -26,6 +26,7 @@ from .options import (
     seconds,
 )
 from .output import (
+    HISTORY_SCAN,
     db_path,
     emit_json,
     exit_code,
@@ -320,7 +321,8 @@ def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
         results = run_plan(
             checked, store, resume=resume, quiet=args.quiet, on_elsewhere=_left_to_another
         )
-        history = placements(results, stored_history(store, results))
+        earlier, complete = stored_history(store, results, HISTORY_SCAN)
+        history = placements(results, earlier, complete=complete)
     sweep = checked.sweep.id
     if args.json:
         emit_json(

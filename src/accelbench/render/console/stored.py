@@ -30,10 +30,14 @@ _RESULTS_HEADERS = (
 
 
 def results_table(
-    results: Sequence[Result], width: int = 120, history: Mapping[str, Placement] | None = None
+    results: Sequence[Result],
+    width: int = 120,
+    history: Mapping[str, Placement] | None = None,
+    read_from: str = "",
 ) -> str:
     """Stored results, newest first; `history` (by uid) says where each run landed against
-    the earlier runs of its configuration on its machine."""
+    the earlier runs of its configuration on its machine; `read_from`, where they were read
+    from only part of the store, which part."""
     table = new_table(f"{len(results)} stored result(s), newest first", _RESULTS_HEADERS)
     placed = history or {}
     for r in results:
@@ -58,6 +62,11 @@ def results_table(
             "vs earlier runs: inside or OUTSIDE the 95% prediction interval (samples/s) of "
             "the earlier runs of its configuration on its machine (the last "
             f"{DEFAULT_WINDOW}; at least {MIN_HISTORY}); `compare --candidate RUN` gates on it"
+        )
+    if read_from:
+        notes.append(
+            f"earlier runs were read from {read_from}; — where those held fewer than "
+            f"{DEFAULT_WINDOW} of a run's (`compare --candidate RUN` reads every one)"
         )
     return render_table(table, notes, width=width)
 
