@@ -93,3 +93,34 @@ def test_results_lists_where_each_run_landed_against_its_earlier_runs(tmp_path):
     assert listed[-2]["history"] == {
         "earlier_runs": 1, "needs": 5, "prediction": None, "inside": None,
     }  # fmt: skip
+
+
+def test_the_gates_exit_status_puts_a_regression_before_undetermined():
+    from accelbench.cli.compare import exit_status
+
+    assert exit_status(["ok", "faster"]) == 0
+    assert exit_status(["ok", "undetermined"]) == 3
+    assert exit_status(["undetermined", "REGRESSION", "ok"]) == 1
+
+
+def test_the_planted_slowdown_lever_runs_every_tenth_step_twice():
+    """benchmarks/slow_lever.py, loaded in a process of its own (it registers a lever)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "import runpy, types\n"
+        "lever = runpy.run_path('benchmarks/slow_lever.py')['Slow']()\n"
+        "calls = []\n"
+        "prep = types.SimpleNamespace(step=lambda: calls.append(1))\n"
+        "lever.apply_step(prep, 'on')\n"
+        "for _ in range(30): prep.step()\n"
+        "print(len(calls), lever.parse('on'), lever.parse('off') == '')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["33", "on", "True"]  # 30 steps and 3 more: 10% more work
