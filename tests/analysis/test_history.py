@@ -82,6 +82,8 @@ def test_a_stable_history_catches_a_ten_percent_slowdown():
     same = _judged(earlier, _run(0.1, 20, rng))
     assert same.verdict == "ok" and same.history.prediction.slowdown < 0.05
     assert _judged(earlier, _run(0.08, 20, rng)).verdict == "faster"
+    slightly = _judged(earlier, _run(0.103, 20, rng))  # below the band, within the threshold
+    assert slightly.verdict == "ok" and "below the interval but within 5%" in slightly.why
 
 
 def test_a_noisy_history_is_undetermined_and_prints_what_it_can_detect():

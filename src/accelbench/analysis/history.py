@@ -242,7 +242,10 @@ def judge(candidate: Result, history: History, threshold: float) -> Judgement:
         return Judgement(candidate, history, threshold, "faster", why)
     if found.slowdown > threshold:
         return Judgement(candidate, history, threshold, "undetermined", _too_wide(found, threshold))
-    why = f"inside the history's interval, which detects a slowdown of {found.slowdown:.1%}"
+    if rate < found.low:  # a change the history can see, too small to be a regression
+        why = f"{1 - rate / found.center:.1%} slower, below the interval but within {threshold:.0%}"
+    else:
+        why = f"inside the history's interval, which detects a slowdown of {found.slowdown:.1%}"
     return Judgement(candidate, history, threshold, "ok", why)
 
 
