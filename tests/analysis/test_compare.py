@@ -112,6 +112,53 @@ def test_compare_runs_flags_only_significant_slowdowns_past_the_threshold():
     assert [c.verdict for c in changes] == ["REGRESSION", "ok"]
 
 
+def _apart(levels, sweep):
+    """Three processes whose own levels (seconds a block) differ: a noisy host."""
+    samples = tuple(level * (1 + 0.001 * i) for level in levels for i in range(10))
+    return replace(
+        _result(1.0, sweep=sweep), measurement=Measurement(samples, (), 1, ((10, 0),) * 3)
+    )
+
+
+NOISY_BEFORE, NOISY_AFTER = (1.0, 2.0, 0.6), (1.5, 3.4, 1.0)  # about 0.6x, not significant
+
+
+def test_an_interval_that_cannot_rule_out_the_threshold_is_undetermined_not_ok():
+    """Issue 37 item 1: 0.59x [0.04–8.38] (n.s.) was "ok"; a pass must rule out a slowdown."""
+    noisy_base, noisy_cand = [_apart(NOISY_BEFORE, "a")], [_apart(NOISY_AFTER, "b")]
+    (change,) = compare_runs(noisy_base, noisy_cand, threshold=0.05)
+    assert not change.speedup.significant and change.speedup.low < 0.95
+    assert change.verdict == "undetermined" and not change.regression
+    assert change.detectable == pytest.approx(1 - change.speedup.low / change.speedup.ratio)
+    assert f"detects only a slowdown of {change.detectable:.1%} or more, not 5%" in change.why
+    assert "more processes (run --rounds)" in change.why
+    # a tight interval whose low end clears 1 − threshold is a pass, even when n.s.
+    (tight,) = compare_runs([_result(1.0, sweep="a")], [_result(1.01, sweep="b")], 0.05)
+    assert tight.speedup.low >= 0.95 and tight.verdict == "ok" and tight.why == ""
+    (quicker,) = compare_runs([_result(1.0, sweep="a")], [_result(0.8, sweep="b")], 0.05)
+    assert quicker.verdict == "faster"
+
+
+def test_cli_gate_exits_3_when_undetermined_and_says_why(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        store.save(_apart(NOISY_BEFORE, "before"))
+        store.save(_apart(NOISY_AFTER, "after"))
+    out = run_cli("compare", "--baseline", "before", "--candidate", "after", "--db", str(db))
+    assert out.returncode == 3, out.stderr
+    assert "undetermined (1)" in out.stdout and "(1) this data detects only a slowdown" in (
+        " ".join(out.stdout.split())
+    )
+    found = json.loads(
+        run_cli(
+            "compare", "--baseline", "before", "--candidate", "after", "--json", "--db", str(db)
+        ).stdout
+    )
+    assert found[0]["verdict"] == "undetermined" and found[0]["detectable_slowdown"] > 0.05
+    helped = run_cli("compare", "--help")
+    assert "3 no regression, but some configuration undetermined" in " ".join(helped.stdout.split())
+
+
 def test_a_gate_on_single_process_results_is_undetermined_not_a_regression():
     one = Result(spec=_result(1.0).spec, status="ok", measurement=Measurement((1.0,) * 10), id=4)
     (change,) = compare_runs([one], [replace(one, measurement=Measurement((2.0,) * 10))], 0.05)
@@ -155,7 +202,7 @@ def test_cli_regression_gate_exit_codes(tmp_path):
     missing = run_cli("compare", "--baseline", "before", "--candidate", "nope", "--db", str(db))
     assert missing.returncode == 2 and "no stored result or sweep 'nope'" in missing.stderr
     half = run_cli("compare", "--baseline", "before", "--db", str(db))
-    assert half.returncode == 2 and "go together" in half.stderr
+    assert half.returncode == 2 and "--baseline needs --candidate" in half.stderr
     with Store(db) as store:
         store.save(
             Result(

@@ -180,3 +180,17 @@ def test_a_policy_refuses_counts_below_one_and_a_cap_below_an_interval():
     with pytest.raises(UsageError, match="below the 2 an interval needs"):
         RoundPolicy(most=1)
     assert RoundPolicy(fixed=1).text() == "1 fixed" and RoundPolicy().text() == "adaptive, 3 to 8"
+
+
+def test_a_round_policy_refuses_a_negative_or_endless_gap():
+    import math
+
+    import pytest
+
+    from accelbench.core.levels import RoundPolicy
+    from accelbench.errors import UsageError
+
+    assert RoundPolicy(min_gap=30.0).min_gap == 30.0
+    for bad in (-1.0, math.inf, math.nan):
+        with pytest.raises(UsageError, match="--min-gap must be 0 or more seconds"):
+            RoundPolicy(min_gap=bad)

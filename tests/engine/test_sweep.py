@@ -84,6 +84,48 @@ def test_processes_interleave_pass_by_pass_and_stop_when_each_plan_is_complete()
     assert [p.result.facts.get(Rounds).passes for p in todo] == [(4, 5, 6), (4, 5)]
 
 
+def test_min_gap_spaces_the_starts_of_a_configurations_processes():
+    """--min-gap: a configuration's next process starts at least the gap after its last one;
+    the time other configurations take counts towards it, and only the rest is waited."""
+    sweep = Sweep(workloads=(WorkloadRef("mlp"),), devices=("cpu",), modes=("train", "infer"))
+    a, b = sweep.configs([get_workload("mlp")], [CPU])
+    now, waits, starts = [0.0], [], []
+
+    def sleep(seconds):
+        waits.append(seconds)
+        now[0] += seconds
+
+    def fake_process(progress, pass_no):
+        starts.append((progress.config.spec.mode, now[0]))
+        now[0] += 4.0  # each process takes 4 s
+        before = progress.result.facts.get(Rounds).passes if progress.result else ()
+        passes = (*before, pass_no)
+        rounds = Rounds(passes=passes, complete=len(passes) == 3)
+        return Result(spec=progress.config.spec, status="ok", metrics=rounds.to_metrics())
+
+    todo = [Progress(a), Progress(b)]
+    run_interleaved(todo, fake_process, min_gap=10.0, clock=lambda: now[0], sleep=sleep)
+    train = [t for mode, t in starts if mode == "train"]
+    infer = [t for mode, t in starts if mode == "infer"]
+    assert train == [0.0, 10.0, 20.0] and infer == [4.0, 14.0, 24.0]
+    assert waits == [2.0, 2.0]  # after the 8 s both took, 2 s more; no wait where none is due
+    starts.clear()
+    run_interleaved([Progress(a)], fake_process)  # the default: no gap, no waiting
+    assert [t for _, t in starts] == [28.0, 32.0, 36.0] and len(waits) == 2
+
+
+def test_a_bad_min_gap_is_one_line_and_exit_2(tmp_path):
+    out = run_cli(
+        "run", "mlp", "--devices", "cpu", "--min-gap", "-5", "--db", str(tmp_path / "r.db")
+    )
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == [
+        "accelbench run: error: argument --min-gap: must be 0 or more seconds, got -5 "
+        "(see accelbench run --help)"
+    ]
+    assert not (tmp_path / "r.db").exists()
+
+
 def test_a_worker_runs_in_its_own_process_and_reports_blocks():
     spec = get_workload("mlp")
     from accelbench.engine.runner import make_spec

@@ -287,6 +287,13 @@ def _order(value: str) -> tuple[int, float, str]:
         return (1, 0.0, value)
 
 
+# What narrows a run-against-run interval, for a verdict it cannot decide.
+_DECIDABLE_BY = (
+    "more processes (run --rounds), processes spread over time (run --min-gap), a quieter "
+    "machine, or the configuration's history (compare --candidate RUN without --baseline)"
+)
+
+
 @dataclass(frozen=True)
 class Change:
     """One configuration measured in the baseline run, and what the candidate run made of it."""
@@ -296,26 +303,52 @@ class Change:
     candidate: Result
     speedup: Speedup | None  # None when the candidate failed
     regression: bool
+    threshold: float = 0.05
 
     @property
     def verdict(self) -> str:
-        """REGRESSION, faster, ok (no slowdown past the threshold that the data can show), or
-        undetermined (too few processes or samples to tell)."""
+        """REGRESSION; faster (significant, above 1); ok only where the interval rules out a
+        slowdown past the threshold (its low end at or above 1 − threshold); else
+        undetermined: too few processes or samples, or an interval too wide to tell."""
         if self.regression:
             return "REGRESSION"
-        if self.speedup is not None and self.speedup.no_interval:
+        s = self.speedup
+        if s is None or s.no_interval:
             return "undetermined"
-        if self.speedup is not None and self.speedup.significant and self.speedup.ratio > 1:
+        if s.significant and s.ratio > 1:
             return "faster"
-        return "ok"
+        return "ok" if s.low >= 1 - self.threshold else "undetermined"
+
+    @property
+    def detectable(self) -> float | None:
+        """The smallest slowdown this pair's data could detect (0.2 = 20%): the interval's
+        half-width on the log scale, as a slowdown; None without an interval."""
+        s = self.speedup
+        if s is None or s.no_interval or s.ratio <= 0:
+            return None
+        return 1 - s.low / s.ratio
+
+    @property
+    def why(self) -> str:
+        """For an undetermined verdict, why, and what would make it decidable; else ""."""
+        if self.verdict != "undetermined":
+            return ""
+        assert self.speedup is not None
+        if self.speedup.no_interval:
+            return f"{self.speedup.no_interval}; decidable with {_DECIDABLE_BY}"
+        return (
+            f"this data detects only a slowdown of {self.detectable:.1%} or more, not "
+            f"{self.threshold:.0%}; decidable with {_DECIDABLE_BY}"
+        )
 
 
 def compare_runs(
     baseline: Sequence[Result], candidate: Sequence[Result], threshold: float
 ) -> list[Change]:
     """Match configurations between two runs. A regression is a significant slowdown of more
-    than `threshold` (0.05 for 5%), or a failure where the baseline succeeded; a slowdown the
-    data cannot bound (too few processes or samples) is undetermined, never a regression."""
+    than `threshold` (0.05 for 5%), or a failure where the baseline succeeded; ok needs an
+    interval that rules out a slowdown past the threshold; anything else (too few processes
+    or samples, an interval too wide) is undetermined, never a pass."""
     before = {r.spec: r for r in reversed(baseline) if r.measurement}  # newest wins
     changes = []
     for r in candidate:
@@ -323,9 +356,9 @@ def compare_runs(
         if base is None or r.facts.get(Verification) is not None:  # a verify run is not a timing
             continue
         if r.measurement is None:
-            changes.append(Change(r.spec, base, r, None, True))
+            changes.append(Change(r.spec, base, r, None, True, threshold))
             continue
         ratio = speedup(r, base)
         regression = ratio.ratio < 1 - threshold and ratio.high < 1.0
-        changes.append(Change(r.spec, base, r, ratio, regression))
+        changes.append(Change(r.spec, base, r, ratio, regression, threshold))
     return changes

@@ -1,5 +1,5 @@
 """`accelbench compare`: results side by side along one dimension, or a regression check of a
-candidate run against a baseline run."""
+candidate run against a baseline run, or against each configuration's history."""
 
 from __future__ import annotations
 
@@ -7,17 +7,30 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from .options import Commands, add_filters, add_output_options, filters, fraction, result_id
-from .output import emit_json, read_store, result_json, width
+from .options import (
+    Commands,
+    add_filters,
+    add_output_options,
+    count,
+    filters,
+    fraction,
+    result_id,
+)
+from .output import emit_json, read_store, result_json, stored_history, width
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison
     from ..core.result import Result
     from ..store.db import Store
 
+# The gate's exit statuses (0: every configuration ok or faster); 2 is bad input, as everywhere.
+EXIT_REGRESSION = 1
+EXIT_UNDETERMINED = 3  # the data could not tell: neither a pass nor a regression
+
 
 def add_parser(commands: Commands) -> None:
     from ..analysis.compare import FASTEST
+    from ..analysis.history import MIN_HISTORY
     from ..levers import dimensions  # torch-free: the base dimensions and each lever's
 
     compare = commands.add_parser(
@@ -25,12 +38,18 @@ def add_parser(commands: Commands) -> None:
         help="results side by side with confidence intervals over processes; or a regression check",
         description="Compare results that differ in one dimension (--by), each against a "
         "baseline, with a 95% CI taken over their processes (paired where they ran side by "
-        "side in one sweep); or check a candidate run against a baseline run (--baseline RUN "
-        "--candidate RUN) and exit 1 on a regression. Without --by: by device where some "
+        "side in one sweep). Without --by: by device where some "
         "configuration ran on two devices, else each configuration against the fastest of its "
         "workload and mode on its device. A comparison with fewer than 2 processes "
         "or 6 timed samples on a side has no interval and says so: never significant, never a "
-        "regression.",
+        "regression. The regression gate: --candidate RUN alone judges each configuration of "
+        "the run against its history on the same machine (the runs stored before it, the last "
+        f"--window; a 95% prediction interval for the next run, from at least {MIN_HISTORY} "
+        "earlier runs); --baseline RUN --candidate RUN judges it against one other run (a 95% "
+        "CI over processes). Verdicts: REGRESSION, faster, ok (the data rule out a slowdown "
+        "past --threshold), undetermined (they cannot: the smallest detectable change is "
+        "printed). Exit status: 0 every configuration ok or faster; 1 a regression; "
+        f"{EXIT_UNDETERMINED} no regression, but some configuration undetermined; 2 bad input.",
     )
     compare.add_argument(
         "--by",
@@ -44,8 +63,32 @@ def add_parser(commands: Commands) -> None:
         help="the baseline among the values (default: cpu, fp32, train, off...; for "
         f"configuration, {FASTEST}, which any dimension takes: the one with the most samples/s)",
     )
-    compare.add_argument("--baseline", metavar="RUN", help="a result id or a sweep id")
-    compare.add_argument("--candidate", metavar="RUN", help="a result id or a sweep id")
+    _add_gate_options(compare)
+    add_filters(compare)
+    add_output_options(compare, progress=False)
+    compare.set_defaults(handler=handle)
+
+
+def _add_gate_options(compare: argparse.ArgumentParser) -> None:
+    """The regression gate's: the runs it judges, its look-back and its threshold."""
+    from ..analysis.history import DEFAULT_WINDOW, MIN_HISTORY
+
+    compare.add_argument(
+        "--baseline", metavar="RUN", help="a result id or a sweep id (needs --candidate)"
+    )
+    compare.add_argument(
+        "--candidate",
+        metavar="RUN",
+        help="a result id or a sweep id: the run the gate judges; without --baseline, against "
+        "each configuration's history on its machine",
+    )
+    compare.add_argument(
+        "--window",
+        type=count(MIN_HISTORY),
+        default=DEFAULT_WINDOW,
+        metavar="N",
+        help=f"the history gate's look-back: the last N earlier runs (default: {DEFAULT_WINDOW})",
+    )
     compare.add_argument(
         "--threshold",
         type=fraction,
@@ -53,19 +96,21 @@ def add_parser(commands: Commands) -> None:
         metavar="PCT",
         help="a slowdown past this is a regression (default: 5%%)",
     )
-    add_filters(compare)
-    add_output_options(compare, progress=False)
-    compare.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     from ..render.console import compare_table
 
-    if bool(args.baseline) != bool(args.candidate):
-        raise UsageError("--baseline and --candidate go together: give both RUNs")
+    if args.baseline and not args.candidate:
+        raise UsageError(
+            "--baseline needs --candidate: give both RUNs, or --candidate RUN alone to judge "
+            "it against its history"
+        )
     with read_store(args) as store:
         if args.baseline:
             return _regressions(args, store)
+        if args.candidate:
+            return _against_history(args, store)
         comparison, why = _comparison(args, store.results(filters(args)))
     if args.json:
         emit_json(
@@ -125,13 +170,54 @@ def _regressions(args: argparse.Namespace, store: Store) -> int:
                     "candidate_status": c.candidate.status,
                     "regression": c.regression,
                     "verdict": c.verdict,
+                    "detectable_slowdown": c.detectable,
+                    "why": c.why,
                 }
                 for c in changes
             ]
         )
     else:
         print(changes_table(changes, args.threshold, width=width()), end="")
-    return 1 if any(c.regression for c in changes) else 0
+    return exit_status([c.verdict for c in changes])
+
+
+def exit_status(verdicts: list[str]) -> int:
+    """1 on any regression; else 3 where some verdict is undetermined; else 0."""
+    if "REGRESSION" in verdicts:
+        return EXIT_REGRESSION
+    return EXIT_UNDETERMINED if "undetermined" in verdicts else 0
+
+
+def _against_history(args: argparse.Namespace, store: Store) -> int:
+    """Each configuration of the candidate run against its history on the same machine."""
+    from ..analysis.history import judge_run
+    from ..levers import spec_json
+    from ..render.console import history_table
+
+    candidates = _run(store, args.candidate)
+    judged = judge_run(
+        candidates, stored_history(store, candidates)[0], args.threshold, args.window
+    )
+    if not judged:
+        raise UsageError(f"the run {args.candidate} holds no timing to judge (verify results?)")
+    if args.json:
+        emit_json(
+            [
+                {
+                    "spec": spec_json(j.candidate.spec),
+                    "candidate_id": j.candidate.id,
+                    "candidate_status": j.candidate.status,
+                    "history": j.history.to_dict(),
+                    "change": j.change,
+                    "verdict": j.verdict,
+                    "why": j.why,
+                }
+                for j in judged
+            ]
+        )
+    else:
+        print(history_table(judged, args.threshold, width=width()), end="")
+    return exit_status([j.verdict for j in judged])
 
 
 def _run(store: Store, ref: str) -> list[Result]:

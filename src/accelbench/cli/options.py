@@ -84,6 +84,14 @@ def seconds(text: str) -> float:
     return value
 
 
+def idle_seconds(text: str) -> float:
+    """A wait in seconds: 0 (none) or more."""
+    value = _float(text, "a number of seconds")
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text}")
+    return value
+
+
 def _percentage(text: str) -> float:
     """'5%' or '0.05' -> 0.05."""
     if text.endswith("%"):

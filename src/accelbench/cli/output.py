@@ -9,7 +9,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
@@ -18,6 +18,7 @@ from ..workflows import facts  # noqa: F401  (every fact registered, so stored r
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ..analysis.history import Placement
     from ..core.result import Result
     from ..store.db import Store
 
@@ -155,3 +156,34 @@ def result_json(result: Result) -> dict[str, Any]:
         "spec": spec_json(result.spec),
         "caveats": caveats,
     }
+
+
+# Stored results `run` and `results` read for where each run landed against its history:
+# reading all of 100,000 again would take the listing from a second to minutes (the gate,
+# `compare --candidate RUN`, reads them all).
+HISTORY_SCAN = 500
+
+
+def stored_history(
+    store: Store, results: Sequence[Result], scan: int | None = None
+) -> tuple[list[Result], bool]:
+    """The stored runs that could be `results`' history (analysis/history), in one query
+    narrowed by what they all share, the rest filtered in Python; at most the newest `scan`
+    of them (a listing of 100,000 results must not read them all twice), and whether that was
+    all of them."""
+    from ..analysis.history import narrowing
+    from ..store.db import Filters
+
+    if not results:
+        return [], True
+    found = store.results(Filters(status="ok", **narrowing(results)), limit=scan)
+    return found, scan is None or len(found) < scan
+
+
+def with_history(
+    record: dict[str, Any], result: Result, history: Mapping[str, Placement]
+) -> dict[str, Any]:
+    """A result's --json record with where it landed against its earlier runs (`history`, by
+    uid; null where the store holds no earlier run of its configuration on its machine)."""
+    placed = history.get(result.uid)
+    return {**record, "history": None if placed is None else placed.to_dict()}

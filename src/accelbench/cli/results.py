@@ -8,7 +8,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .options import Commands, add_filters, add_output_options, count, filters
-from .output import db_path, emit_json, read_store, result_json, width
+from .output import (
+    HISTORY_SCAN,
+    db_path,
+    emit_json,
+    read_store,
+    result_json,
+    stored_history,
+    width,
+    with_history,
+)
 
 if TYPE_CHECKING:
     from ..core.result import Result
@@ -69,6 +78,7 @@ def add_parser(commands: Commands) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from ..analysis.history import placements
     from ..render.console import results_table
 
     # A table of thousands of rows is slow to draw and no one reads it: by default the newest
@@ -77,10 +87,14 @@ def handle(args: argparse.Namespace) -> int:
     limit = TABLE_LIMIT if default else args.limit
     with read_store(args) as store:
         results = store.results(filters(args), limit=None if limit is None else limit + default)
+        shown = results[:limit]
+        stored, complete = stored_history(store, shown, HISTORY_SCAN)
+        history = placements(shown, stored, complete=complete)
     if args.json:
-        emit_json([result_json(r) for r in results])
+        emit_json([with_history(result_json(r), r, history) for r in shown])
         return 0
-    print(results_table(results[:limit], width=width()), end="")
+    partial = "" if complete else f"the newest {HISTORY_SCAN:,} like them"
+    print(results_table(shown, width=width(), history=history, read_from=partial), end="")
     if len(results) > TABLE_LIMIT and default:
         print(f"the newest {TABLE_LIMIT} are shown; more are stored: --limit N or --all lists them")
     return 0

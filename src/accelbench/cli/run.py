@@ -20,12 +20,22 @@ from .options import (
     add_output_options,
     count,
     from_args,
+    idle_seconds,
     model_options,
     modes_help,
     registered_modes,
     seconds,
 )
-from .output import db_path, emit_json, exit_code, result_json, width
+from .output import (
+    HISTORY_SCAN,
+    db_path,
+    emit_json,
+    exit_code,
+    result_json,
+    stored_history,
+    width,
+    with_history,
+)
 
 if TYPE_CHECKING:
     from ..analysis.explanation import ProfileRequest
@@ -184,6 +194,15 @@ def _add_processes(timing: argparse._ArgumentGroup) -> None:
         help=f"the most processes an adaptive count may reach (default: {DEFAULT_POLICY.most})",
     )
     timing.add_argument(
+        "--min-gap",
+        type=idle_seconds,
+        default=0.0,
+        metavar="S",
+        help="at least S seconds between the starts of a configuration's successive processes, "
+        "so that one run samples the host's slow states too (default: 0); waiting, not timing: "
+        "--max-time does not count it",
+    )
+    timing.add_argument(
         "--timeout",
         type=seconds,
         default=900.0,
@@ -290,6 +309,7 @@ def _left_to_another(spec: RunSpec, holder: str) -> None:
 
 def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
     """Run a checked plan, store it, and print its tables (and explanations) or its JSON."""
+    from ..analysis.history import placements
     from ..render.console import explanation_blocks, run_tables
     from ..store.db import Store, is_url
     from ..workflows.benchmark import resumable, run_plan
@@ -304,17 +324,19 @@ def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
         results = run_plan(
             checked, store, resume=resume, quiet=args.quiet, on_elsewhere=_left_to_another
         )
+        earlier, complete = stored_history(store, results, HISTORY_SCAN)
+        history = placements(results, earlier, complete=complete)
     sweep = checked.sweep.id
     if args.json:
         emit_json(
             {
                 "db": str(store.path),
                 "sweep": sweep,
-                "results": [result_json(r) for r in results],
+                "results": [with_history(result_json(r), r, history) for r in results],
             }
         )
     else:
-        print(run_tables(results, width=width()), end="")
+        print(run_tables(results, width=width(), history=history), end="")
         print(explanation_blocks(results), end="")
         unsaved = "not stored (see above)"
         ids = ", ".join(f"#{r.id}" if r.id is not None else unsaved for r in results)

@@ -140,12 +140,18 @@ class RoundPolicy:
     least: int = 3  # adaptive: the processes run before the count is decided
     most: int = 8  # adaptive: the most it may decide on
     target: float = 0.02  # adaptive: the interval's half-width sought, relative to the median
+    # Seconds at least between the starts of a configuration's successive processes, so that
+    # one run samples the host's slow states too (runs differ far more than processes of one
+    # run on the lent H200: analysis/history). Idle time, not timing: --max-time excludes it.
+    min_gap: float = 0.0
 
     def __post_init__(self) -> None:
         if self.fixed is not None and self.fixed < 1:
             raise UsageError(f"--rounds must be 1 or more, got {self.fixed}")
         if self.least < 1 or self.most < 1:
             raise UsageError(f"--max-rounds must be 1 or more, got {self.most}")
+        if not 0 <= self.min_gap < math.inf:
+            raise UsageError(f"--min-gap must be 0 or more seconds, got {self.min_gap}")
         if self.fixed is None and self.most < min(self.least, 2):
             raise UsageError(f"--max-rounds {self.most} is below the 2 an interval needs")
 

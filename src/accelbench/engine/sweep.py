@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -212,15 +213,29 @@ def run_interleaved(
     configs: Sequence[Progress],
     run_process: Callable[[Progress, int], Result | None],
     first_pass: int = 1,
+    min_gap: float = 0.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> None:
     """Run the configurations' processes in passes: each pass runs the next process of every
     configuration not complete, in the sweep's order (A1 B1 C1, A2 B2 C2, ...), so the host's
     drift falls on every configuration alike. `run_process(progress, pass_no)` runs one and
     returns the configuration's result so far, which says whether more are due (or leaves it
-    as it was, marked `elsewhere`, where another run measures it)."""
+    as it was, marked `elsewhere`, where another run measures it).
+
+    `min_gap`: at least this many seconds between the starts of a configuration's successive
+    processes, so that one run samples the host's slow states as well as its fast ones (the
+    time other configurations' processes take counts towards it; the rest is waited)."""
+    started: dict[int, float] = {}  # id(progress) -> when its last process started
     for pass_no in itertools.count(first_pass):
         due = [p for p in configs if not p.complete and not p.elsewhere]
         if not due:
             return
         for progress in due:
+            last = started.get(id(progress))
+            if last is not None and min_gap > 0:
+                left = last + min_gap - clock()
+                if left > 0:
+                    sleep(left)
+            started[id(progress)] = clock()
             progress.result = run_process(progress, pass_no)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .. import levers
 from ..analysis.explanation import CATEGORIES, Explanation
 from ..analysis.facts import Drift
+from ..analysis.history import Run, histories, history_before, judge
 from ..core.modes import mode_of
 from ..core.result import Result, machine_of
 from ..errors import require
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from ..workflows.optimize import Tolerance
 
 __all__ = [
+    "history_chart",
     "ladder_chart",
     "optimize_chart",
     "memory_chart",
@@ -382,3 +384,57 @@ def explain_chart(results: Sequence[Result]) -> bytes | None:
     axes.set_title("where the step's time went (profiled after the timed samples)")
     axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=4)
     return _png(figure)
+
+
+GATE_THRESHOLD = 0.05  # the history chart marks verdicts at compare's default threshold
+_VERDICT_COLORS = {"REGRESSION": "red", "faster": "green"}
+
+
+def history_chart(results: Sequence[Result]) -> bytes | None:
+    """Each configuration's runs on a machine over time (at least 2): its rate with the
+    within-run 95% CI as error bars, the prediction band from the runs before each point, and
+    the gate's verdict on the points outside their band (as asv and conbench draw them)."""
+    grouped = histories(results)
+    shown = sorted(
+        ((k, runs) for k, runs in grouped.items() if len(runs) >= 2), key=lambda kv: -len(kv[1])
+    )
+    if not shown:
+        return None
+    plt = _pyplot()
+    panels = shown[:PANELS]
+    figure, axes = plt.subplots(len(panels), 1, figsize=(9, 3 * len(panels)), squeeze=False)
+    for ax, ((spec, machine), runs) in zip(axes[:, 0], panels, strict=True):
+        _history_panel(ax, runs, grouped)
+        ax.set_title(_shown(f"{spec.workload} on {machine}/{spec.device}: {label(spec)}"))
+    left_out = len(shown) - len(panels)
+    if left_out:
+        figure.suptitle(f"{left_out} configuration(s) with fewer runs not drawn", fontsize=8)
+    figure.tight_layout()
+    return _png(figure)
+
+
+def _history_panel(ax: Any, runs: Sequence[Result], grouped: Any) -> None:
+    """One configuration's runs, oldest first, by index, with its band and verdicts."""
+    xs = list(range(1, len(runs) + 1))
+    points = [Run.of(r) for r in runs]
+    rates = [p.rate for p in points]
+    below = [p.rate - p.low if p.low is not None else 0.0 for p in points]
+    above = [p.high - p.rate if p.high is not None else 0.0 for p in points]
+    judged = [judge(r, history_before(r, grouped), GATE_THRESHOLD) for r in runs]
+    band = [j.history.prediction for j in judged]
+    low = [b.low if b else float("nan") for b in band]
+    high = [b.high if b else float("nan") for b in band]
+    ax.fill_between(xs, low, high, alpha=0.2, step="mid", label="95% prediction (runs before)")
+    ax.errorbar(xs, rates, yerr=[below, above], fmt="o", capsize=3, label="run (95% CI)")
+    for x, rate, j, b in zip(xs, rates, judged, band, strict=True):
+        if b is not None and not b.holds(rate):
+            color = (
+                "red" if j.verdict == "REGRESSION" else "green" if j.verdict == "faster" else "k"
+            )
+            said = j.verdict if j.verdict != "ok" else f"ok: within {GATE_THRESHOLD:.0%}"
+            ax.annotate(said, (x, rate), textcoords="offset points", xytext=(4, 6),
+                        fontsize=7, color=color)  # fmt: skip
+            ax.plot([x], [rate], marker="x", color=color, markersize=9)
+    ax.set_xlabel(f"run, oldest first ({runs[0].created_at[:10]} to {runs[-1].created_at[:10]})")
+    ax.set_ylabel("samples/s")
+    ax.legend(fontsize=7)

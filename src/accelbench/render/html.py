@@ -145,6 +145,12 @@ _CHARTS: tuple[tuple[str, Callable[[Sequence[Result]], bytes | None]], ...] = (
     ("Scaling with batch size", charts.scaling_chart),
     ("Scaling with data-parallel processes", charts.parallel_chart),
     ("Where the step's time went", charts.explain_chart),
+    (
+        "History: each configuration's runs on a machine, with the band each should land in "
+        "(95% prediction from the runs before it) and the gate's verdict where one fell outside "
+        f"(threshold {charts.GATE_THRESHOLD:.0%})",
+        charts.history_chart,
+    ),
 )
 
 

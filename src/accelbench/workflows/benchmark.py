@@ -99,6 +99,7 @@ class BenchmarkRequest:
     # (DEFAULT_POLICY's least first, then as many as their spread asks, up to max_rounds).
     rounds: int | None = None
     max_rounds: int | None = None  # None: DEFAULT_POLICY's
+    min_gap: float = 0.0  # seconds between the starts of a configuration's processes, at least
 
     def __post_init__(self) -> None:
         bad = [r for r in self.workloads if not isinstance(r, WorkloadRef)]
@@ -215,7 +216,11 @@ def plan(request: BenchmarkRequest) -> Plan:
 
 def _policy(request: BenchmarkRequest, configs: Sequence[Config]) -> RoundPolicy:
     """The processes per configuration, checked against the configurations' timed its."""
-    policy = RoundPolicy(fixed=request.rounds, most=request.max_rounds or DEFAULT_POLICY.most)
+    policy = RoundPolicy(
+        fixed=request.rounds,
+        most=request.max_rounds or DEFAULT_POLICY.most,
+        min_gap=request.min_gap,
+    )
     fewest = min((c.stop.blocks for c in configs if c.stop.blocks is not None), default=None)
     if request.rounds is not None and fewest is not None and fewest < request.rounds:
         raise UsageError(
@@ -324,7 +329,7 @@ def run_plan(
                 claims.release(spec)
             return result
 
-        run_interleaved(todo, run, _next_pass(of_sweep))
+        run_interleaved(todo, run, _next_pass(of_sweep), min_gap=plan.policy.min_gap)
     return [p.result for p in todo if p.result is not None and not p.elsewhere]
 
 

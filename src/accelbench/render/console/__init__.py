@@ -7,6 +7,7 @@ types for the type checker only, and `optimize` imports the optimize workflow wh
 from ..text import format_bytes, format_seconds
 from .explain import explanation_blocks
 from .export import export_table
+from .history import history_table
 from .listings import calibration_table, devices_table, workloads_table
 from .optimize import optimize_table
 from .run import run_tables
@@ -24,6 +25,7 @@ __all__ = [
     "export_table",
     "format_bytes",
     "format_seconds",
+    "history_table",
     "optimize_table",
     "results_table",
     "run_tables",

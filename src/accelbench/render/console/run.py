@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ...analysis.facts import Flops, Generation
+from ...analysis.history import Placement
 from ...analysis.trust import trust_of
 from ...core.modes import mode_of
 from ...core.result import Result
@@ -15,7 +16,7 @@ from ...engine.facts import FALLBACK_OPS, LATENCY_FAILURE, Latency
 from ...levers import label
 from ..rows import latency_percentiles, samples_unit, shared_unit
 from ..text import format_bytes, format_seconds, interval, number
-from .run_notes import derived_notes
+from .run_notes import derived_notes, history_note
 from .table import new_table, render_table
 
 __all__ = ["run_tables"]
@@ -37,15 +38,21 @@ _RUN_HEADERS = (
 )
 
 
-def run_tables(results: Sequence[Result], width: int = 120) -> str:
-    """Seed 000's table, done right: one table per workload, a row per configuration."""
+def run_tables(
+    results: Sequence[Result], width: int = 120, history: Mapping[str, Placement] | None = None
+) -> str:
+    """Seed 000's table, done right: one table per workload, a row per configuration;
+    `history`, by uid, where each run landed against its configuration's earlier runs."""
     by_workload: dict[str, list[Result]] = {}
     for r in results:
         by_workload.setdefault(r.spec.workload, []).append(r)
-    return "".join(_run_table(name, rows, width) for name, rows in by_workload.items())
+    placed = history or {}
+    return "".join(_run_table(name, rows, width, placed) for name, rows in by_workload.items())
 
 
-def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
+def _run_table(
+    workload: str, results: Sequence[Result], width: int, history: Mapping[str, Placement]
+) -> str:
     headers = _headers(results)
     table = new_table(f"accelbench: {workload}", headers, left_columns=3)
     baseline = {  # "vs CPU": the same configuration on the baseline device
@@ -68,7 +75,8 @@ def _run_table(workload: str, results: Sequence[Result], width: int) -> str:
         if one_unit:  # the rate's column is named after its unit
             cells[one_unit] = cells["samples/s"]
         table.add_row(*head, *(cells[h] for h in headers[3:]))
-        for note in [*trust_of(r).texts, *derived_notes(r), *_latency_notes(r)]:
+        placed = [history_note(history[r.uid])] if r.uid in history else []
+        for note in [*trust_of(r).texts, *placed, *derived_notes(r), *_latency_notes(r)]:
             notes.setdefault(note, []).append(who)
         for note in _device_notes(r):
             notes.setdefault(note, []).append(r.spec.device)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...analysis.facts import LOADING, CoreMLFacts, Drift, Flops, Generation, OnnxRuntimeFacts
+from ...analysis.history import MIN_HISTORY, Placement
 from ...analysis.verdict import Bottleneck, decode_verdict
 from ...core.result import Result
 from ...devices.power import Power
@@ -24,6 +25,7 @@ __all__ = [
     "derived_notes",
     "drift_note",
     "generation_notes",
+    "history_note",
     "onnxruntime_note",
 ]
 
@@ -243,3 +245,21 @@ def _max_batch_note(found: MaxBatchSearch) -> str:
     if found.stopped_by:
         text += f"; stopped by {found.stopped_by}"
     return text
+
+
+def history_note(placed: Placement) -> str:
+    """Where a run landed against its configuration's earlier runs on its machine: the spread
+    between runs and the next run's prediction interval, beside the run's own interval."""
+    found = placed.prediction
+    if found is None:
+        return (
+            f"between runs: undetermined: {placed.earlier} earlier runs of this configuration "
+            f"on this machine, needs {MIN_HISTORY} for a prediction interval"
+        )
+    where = "fell inside it" if placed.inside else "fell OUTSIDE it"
+    return (
+        f"between runs: sd {found.spread:.1%} over the {found.runs} earlier runs on this "
+        f"machine; the next run's 95% prediction interval {number(found.low)}–"
+        f"{number(found.high)} samples/s (it detects a change of −{found.slowdown:.1%} or "
+        f"+{found.speedup:.1%}); this run, {number(placed.rate)}, {where}"
+    )

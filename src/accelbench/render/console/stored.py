@@ -5,10 +5,11 @@ Nothing here imports torch, so that commands that only read the store need not p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ...analysis.compare import DEVICE, FASTEST, MIN_SAMPLES, Change, Comparison
 from ...analysis.facts import Verification
+from ...analysis.history import DEFAULT_WINDOW, MIN_HISTORY, Placement
 from ...core.levels import MIN_PROCESSES
 from ...core.result import Result
 from ...levers import CONFIGURATION, label
@@ -18,11 +19,27 @@ from .table import new_table, render_table
 
 __all__ = ["changes_table", "compare_table", "results_table"]
 
-_RESULTS_HEADERS = ("id", "when (UTC)", *RESULT_COLUMNS, "status", "host")
+_RESULTS_HEADERS = (
+    "id",
+    "when (UTC)",
+    *RESULT_COLUMNS,
+    "vs earlier runs [next run's 95%]",
+    "status",
+    "host",
+)
 
 
-def results_table(results: Sequence[Result], width: int = 120) -> str:
+def results_table(
+    results: Sequence[Result],
+    width: int = 120,
+    history: Mapping[str, Placement] | None = None,
+    read_from: str = "",
+) -> str:
+    """Stored results, newest first; `history` (by uid) says where each run landed against
+    the earlier runs of its configuration on its machine; `read_from`, where they were read
+    from only part of the store, which part."""
     table = new_table(f"{len(results)} stored result(s), newest first", _RESULTS_HEADERS)
+    placed = history or {}
     for r in results:
         m = r.measurement
         table.add_row(
@@ -35,10 +52,33 @@ def results_table(results: Sequence[Result], width: int = 120) -> str:
             _samples(r) if m else "—",
             interval(m.rate, r.samples_per_block) if m else "—",
             number(m.rate.median) if m else "—",
+            _placement(placed.get(r.uid)),
             _status(r),
             r.environment.get("host", ""),
         )
-    return render_table(table, width=width)
+    notes = []
+    if placed:
+        notes.append(
+            "vs earlier runs: inside or OUTSIDE the 95% prediction interval (samples/s) of "
+            "the earlier runs of its configuration on its machine (the last "
+            f"{DEFAULT_WINDOW}; at least {MIN_HISTORY}); `compare --candidate RUN` gates on it"
+        )
+    if read_from:
+        notes.append(
+            f"earlier runs were read from {read_from}; — where those held fewer than "
+            f"{DEFAULT_WINDOW} of a run's (`compare --candidate RUN` reads every one)"
+        )
+    return render_table(table, notes, width=width)
+
+
+def _placement(placed: Placement | None) -> str:
+    if placed is None:
+        return "—"
+    found = placed.prediction
+    if found is None:
+        return f"{placed.earlier} earlier, needs {MIN_HISTORY}"
+    where = "inside" if placed.inside else "OUTSIDE"
+    return f"{where} [{number(found.low)}–{number(found.high)}]"
 
 
 def _status(r: Result) -> str:
@@ -123,7 +163,7 @@ def changes_table(changes: Sequence[Change], threshold: float, width: int = 120)
     title = f"regression check (threshold {threshold:.0%})"
     table = new_table(title, _CHANGES_HEADERS, left_columns=3)
     names = short_names(c.spec.workload for c in changes)
-    for c in changes:
+    for i, c in enumerate(changes, 1):
         base, cand = c.baseline.measurement, c.candidate.measurement
         assert base is not None  # only measured baselines are matched
         table.add_row(
@@ -133,12 +173,14 @@ def changes_table(changes: Sequence[Change], threshold: float, width: int = 120)
             number(base.rate.median),
             number(cand.rate.median) if cand else c.candidate.status.upper(),
             c.speedup.text() if c.speedup else f"failed: {c.candidate.error}",
-            c.verdict,
+            c.verdict + (f" ({i})" if c.why else ""),
         )
     notes = [
         "candidate / baseline = ratio of samples/s; its 95% CI is taken over processes "
-        "(Student's t, paired pass by pass where both ran in one sweep); undetermined: too few "
-        "processes or samples to bound it, so it can be called neither ok nor a regression",
+        "(Student's t, paired pass by pass where both ran in one sweep); ok: the CI rules out "
+        f"a slowdown past {threshold:.0%}; undetermined: it cannot (too few processes or "
+        "samples, or too wide), so it is neither ok nor a regression",
+        *(f"({i}) {c.why}" for i, c in enumerate(changes, 1) if c.why),
         *_whole_names(names),
     ]
     return render_table(table, notes, width)  # compare refuses runs with nothing in common
