@@ -5,7 +5,7 @@ command run N times): each run is judged against the history of the runs before 
 `accelbench compare --candidate RUN`), and it prints how many runs fell inside the prediction
 interval of the runs before them, how many times the gate fired, and the smallest slowdown the
 history could detect after each run. With `--planted DB2` (runs of the same configuration with
-a planted slowdown, benchmarks/slow_lever.py), each planted run is judged against DB's whole
+a planted slowdown, benchmarks/planted_slowdown.py), each planted run is judged against DB's whole
 history (its last --window runs): how many the gate catches.
 
     python3 benchmarks/history_check.py clean.db --workload seed-cnn --device cuda:0 \
@@ -35,7 +35,9 @@ from accelbench.core.result import Result  # noqa: E402
 from accelbench.levers import label  # noqa: E402
 from accelbench.store.db import Filters, Store  # noqa: E402
 
-PLANTED_LEVER = "slow"  # benchmarks/slow_lever.py's: dropped from planted specs to match
+# A lever that marks planted runs, dropped from their specs to match the clean history; the
+# plugin benchmarks/planted_slowdown.py stores none, so its runs match as they are.
+PLANTED_LEVER = "planted_slowdown"
 
 
 def main() -> None:

@@ -48,6 +48,8 @@ class PlantedSlowdown(Lever):
 
     def apply_step(self, prep: Any, value: Any) -> None:
         every, step, calls = _every(), prep.step, [0]
+        if not every:  # not planted (never active then): the step as it is
+            return
 
         def slowed() -> None:
             step()

@@ -103,8 +103,10 @@ def test_the_gates_exit_status_puts_a_regression_before_undetermined():
     assert exit_status(["undetermined", "REGRESSION", "ok"]) == 1
 
 
-def test_the_planted_slowdown_lever_runs_every_tenth_step_twice():
-    """benchmarks/slow_lever.py, loaded in a process of its own (it registers a lever)."""
+def test_the_planted_slowdown_runs_every_tenth_step_twice_and_only_when_planted():
+    """benchmarks/planted_slowdown.py, loaded in a process of its own (it registers a lever):
+    planted by the environment, it keeps the configuration's identity (never active by value)."""
+    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -112,15 +114,23 @@ def test_the_planted_slowdown_lever_runs_every_tenth_step_twice():
     root = Path(__file__).resolve().parents[2]
     code = (
         "import runpy, types\n"
-        "lever = runpy.run_path('benchmarks/slow_lever.py')['Slow']()\n"
+        "from accelbench.core.result import RunSpec\n"
+        "lever = runpy.run_path('benchmarks/planted_slowdown.py')['PlantedSlowdown']()\n"
         "calls = []\n"
         "prep = types.SimpleNamespace(step=lambda: calls.append(1))\n"
-        "lever.apply_step(prep, 'on')\n"
+        "lever.apply_step(prep, '')\n"
         "for _ in range(30): prep.step()\n"
-        "print(len(calls), lever.parse('on'), lever.parse('off') == '')\n"
+        "print(len(calls), lever.active(None), lever.label(lever.parse('off')) == '')\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["33", "on", "True"]  # 30 steps and 3 more: 10% more work
+
+    def run(planted: str) -> list[str]:
+        env = {**os.environ, "ACCELBENCH_PLANTED_SLOWDOWN": planted}
+        out = subprocess.run(
+            [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+
+    assert run("0.1") == ["33", "True", "True"]  # 30 steps and 3 more: 10% more work
+    assert run("")[1:] == ["False", "True"]  # not planted: not applied at all
