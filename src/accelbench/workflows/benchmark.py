@@ -22,6 +22,7 @@ from ..analysis.metrics import Analyzer
 from ..analysis.trust import with_trust
 from ..backends import check_installed, unsupported
 from ..core.levels import DEFAULT_POLICY, RoundPolicy
+from ..core.limits import count_problem, seconds_problem
 from ..core.modes import DEFAULT_MODE, mode_names
 from ..core.result import Result, RunSpec, Value, machine_of
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
@@ -111,22 +112,20 @@ class BenchmarkRequest:
 
 
 def _check_counts(request: BenchmarkRequest) -> None:
-    """Sizes and counts: each a positive integer (None where the field allows it)."""
+    """Sizes, counts and seconds: each within its range (None where the field allows it)."""
     lists = ("batch_sizes", "prompt_lengths", "new_tokens")
-    for name in lists:
-        for value in getattr(request, name):
-            if value is not None and (type(value) is not int or value < 1):
-                raise UsageError(f"{name} must be positive integers, not {value!r}")
-    for name, least in (("epochs", 1), ("rounds", 1), ("max_rounds", 1), ("nodes", 1)):
-        value = getattr(request, name)
-        if value is not None and (type(value) is not int or value < least):
-            raise UsageError(f"{name} must be {least} or more, not {value!r}")
-    for name, value in (("warmup", request.warmup), ("node_rank", request.node_rank)):
-        if type(value) is not int or value < 0:
-            raise UsageError(f"{name} must be 0 or more, not {value!r}")
+    counts = [(name, value, 1) for name in lists for value in getattr(request, name)]
+    counts += [(name, getattr(request, name), 1) for name in ("epochs", "rounds", "max_rounds")]
+    counts += [("nodes", request.nodes, 1), ("warmup", request.warmup, 0)]
+    counts += [("node_rank", request.node_rank, 0)]
+    for name, value, least in counts:
+        problem = None if value is None else count_problem(value, least)
+        if problem:
+            raise UsageError(f"{name} {problem}, not {value!r}")
     for name, value in (("timeout", request.timeout), ("max_time", request.max_time)):
-        if value is not None and not value > 0:
-            raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
+        problem = None if value is None else seconds_problem(value)
+        if problem:
+            raise UsageError(f"{name} {problem}, not {value!r}")
 
 
 def _check_levers(levers: Mapping[str, tuple[Value, ...]]) -> None:
