@@ -21,7 +21,7 @@ from types import FrameType
 from typing import Any
 
 from ..core.version import __version__
-from ..errors import AccelbenchError
+from ..errors import AccelbenchError, torch_problem
 from . import (
     calibrate,
     compare,
@@ -116,6 +116,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader stopped reading (`results --json | head`): there is no one to tell.
         _quiet_stdout()
         return EXIT_CLOSED_PIPE
+    except Exception:
+        # A torch that shadows the real one, or is broken, fails wherever it is first used
+        problem = torch_problem()
+        if problem is None:
+            raise  # not the environment's: a bug, shown whole
+        print(f"accelbench: error: {problem}", file=sys.stderr)
+        return 2
 
 
 def _quiet_stdout() -> None:

@@ -4,6 +4,7 @@ the database path, files written, and the exit code of a measuring command."""
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import json
 import os
@@ -13,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from ..render.text import OUTPUT_ENCODING
 from ..workflows import facts  # noqa: F401  (every fact registered, so stored rows are checked)
 
 if TYPE_CHECKING:
@@ -50,7 +52,7 @@ class _Guarded:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        return int(self._call("write", text))
+        return int(self._call("write", _encodable(text, getattr(self._stream, "encoding", None))))
 
     def flush(self) -> None:
         if self._stream is not None:  # nothing written to a closed one, nothing to flush
@@ -73,6 +75,19 @@ class _Guarded:
         return getattr(self._stream, name)
 
 
+def _encodable(text: str, encoding: str | None) -> str:
+    """`text` as a stream of `encoding` can take it (`PYTHONIOENCODING=ascii`, a C locale):
+    each character it lacks written as its escape (`mod\\xe8le`), rather than the command
+    ending in a UnicodeEncodeError. Tables are drawn for the encoding (render/text)."""
+    try:
+        text.encode(encoding or "utf-8")
+    except UnicodeEncodeError:
+        return text.encode(encoding or "utf-8", "backslashreplace").decode(encoding or "utf-8")
+    except LookupError:  # an encoding Python does not know: the stream's own to refuse
+        pass
+    return text
+
+
 @contextlib.contextmanager
 def guarded_stdout() -> Iterator[None]:
     """sys.stdout guarded for the command's duration (`_Guarded`). Started with file
@@ -82,10 +97,20 @@ def guarded_stdout() -> Iterator[None]:
     if original is None:
         _hold(1)
     sys.stdout = _Guarded(original)
+    tables_for = OUTPUT_ENCODING.set(_encoding_of(original))
     try:
         yield
     finally:
+        OUTPUT_ENCODING.reset(tables_for)
         sys.stdout = original
+
+
+def _encoding_of(stream: Any) -> str:
+    """The encoding `stream` writes, by its canonical name ("ascii" for "ANSI_X3.4-1968")."""
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name
+    except LookupError:
+        return "utf-8"
 
 
 def _hold(fd: int) -> None:

@@ -5,10 +5,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from contextvars import ContextVar
 
 from ..core.stats import Summary
 
-__all__ = ["format_bytes", "format_seconds", "inert", "interval", "number", "short_names"]
+__all__ = [
+    "OUTPUT_ENCODING",
+    "encodable",
+    "format_bytes",
+    "format_seconds",
+    "inert",
+    "interval",
+    "number",
+    "short_names",
+]
+
+# The encoding of where the text goes (the command line sets it to its stdout's): a table for an
+# ASCII-only terminal (`PYTHONIOENCODING=ascii`, a C locale) gets ASCII borders and escapes, so
+# its columns line up and writing it cannot fail
+OUTPUT_ENCODING: ContextVar[str] = ContextVar("OUTPUT_ENCODING", default="utf-8")
 
 # Characters that act instead of showing: C0 and C1 controls (ESC starts ANSI and OSC sequences;
 # CR and LF break table rows), DEL, the invisible format characters (soft hyphen, zero-widths,
@@ -29,6 +44,17 @@ def inert(text: object) -> str:
     renderer escapes its own.
     """
     return _ACTIVE.sub(lambda found: ascii(found.group())[1:-1], str(text))
+
+
+def encodable(text: str) -> str:
+    """`text` with each character that OUTPUT_ENCODING lacks written as its Python escape
+    (`mod\\xe8le`); unchanged where it has them all."""
+    encoding = OUTPUT_ENCODING.get()
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    return text
 
 
 def format_bytes(n: int | None) -> str:
