@@ -1,7 +1,10 @@
 """The library plans as the CLI does: `accelbench.benchmark`, the typed requests that `run` and
 `optimize` build, and the levers' values handed to the sweep."""
 
+import json
+import os
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from accelbench.levers import all_levers, find_lever
 from accelbench.workflows.benchmark import BenchmarkRequest, plan
 from accelbench.workflows.optimize_plan import OptimizeRequest, plan_ladder
 from accelbench.workloads import WorkloadRef
+from tests.conftest import run_cli
 
 WORKFLOWS = Path(accelbench.__file__).parent / "workflows"
 
@@ -154,3 +158,33 @@ def test_no_workflow_takes_parsed_command_line_options():
     for path in WORKFLOWS.glob("*.py"):
         text = path.read_text()
         assert "argparse" not in text and "from ..cli" not in text, path.name
+
+
+BROKEN_ANALYSIS = textwrap.dedent(
+    """
+    from accelbench.analysis.metrics import Analyzer
+
+
+    def _fail(self, *args, **kwargs):
+        raise RuntimeError("the analysis broke")
+
+
+    Analyzer.__call__ = _fail
+    """
+)
+
+
+def test_a_measurement_whose_analysis_fails_is_stored_with_a_caveat(tmp_path):
+    """Store first: what fails after the samples (here the analysis in the command) is said
+    with the result, never a lost configuration and a traceback."""
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "sitecustomize.py").write_text(BROKEN_ANALYSIS)
+    path = os.pathsep.join([str(tmp_path / "broken"), os.environ.get("PYTHONPATH", "")])
+    db = tmp_path / "r.db"
+    args = ["mlp", "--epochs", "4", "--rounds", "1", "--no-verdict", "--db", str(db)]
+    out = run_cli("run", *args, env={"PYTHONPATH": path})
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    stored = json.loads(run_cli("results", "--json", "--db", str(db)).stdout)
+    assert [r["status"] for r in stored] == ["ok"] and len(stored[0]["samples_s"]) == 4
+    caveats = " ".join(c["text"] for c in stored[0]["caveats"])
+    assert "the analysis after the measurement failed (RuntimeError: the analysis broke)" in caveats

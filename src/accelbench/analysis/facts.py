@@ -318,8 +318,10 @@ class Verification(Fact):
 
 
 # Processes the model's code left running once its worker had ended, stopped by engine/reaper
-# ("pid 4242 python3"), over every process of the configuration.
+# ("pid 4242 python3"), over every process of the configuration; an entry beginning UNCHECKED
+# says why the look for them failed, so that whether any were left is unknown.
 LEFT_RUNNING = "left_running"
+UNCHECKED = "unchecked: "
 LEFT = scalar(LEFT_RUNNING, tuple[str, ...], ())
 
 

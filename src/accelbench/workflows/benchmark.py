@@ -19,7 +19,7 @@ from typing import Any
 from ..analysis.explanation import Explanation, ProfileRequest
 from ..analysis.facts import Rounds
 from ..analysis.metrics import Analyzer
-from ..analysis.trust import with_trust
+from ..analysis.trust import Caveat, Trust, assess, with_trust
 from ..backends import check_installed, unsupported
 from ..core.levels import DEFAULT_POLICY, RoundPolicy
 from ..core.limits import count_problem, seconds_problem
@@ -46,7 +46,7 @@ from ..engine.rounds import (
 from ..engine.sweep import Config, LeverValues, Progress, Sweep, run_interleaved
 from ..engine.track import progress_bar
 from ..engine.worker import START_LIMIT_S, planning_workload, run_isolated
-from ..errors import UsageError
+from ..errors import UsageError, one_line
 from ..levers import all_levers, find_lever, label
 from ..store.db import Filters, Store
 from ..workloads import Workload, WorkloadRef
@@ -339,15 +339,38 @@ class _Measure:
     def __call__(
         self, progress: Progress, pass_no: int, on_block: Callable[[int, float], None]
     ) -> Result:
-        plan, store, spec = self.plan, self.store, progress.config.spec
-        result = _next_process(plan, progress, pass_no, on_block)
-        earlier = _earlier_runs(store, result, plan.sweep.id)
+        result = _next_process(self.plan, progress, pass_no, on_block)
+        try:
+            result = self._analyzed(result)
+        except Exception as exc:  # the measurement stands: what failed after it is said with it
+            result = _unanalyzed(result, exc)
+        return self.store.save(replace(result, sweep=self.plan.sweep.id))
+
+    def _analyzed(self, result: Result) -> Result:
+        """The measured result with what is derived from it: the analysis, the scaling and
+        the caveats."""
+        spec = result.spec
+        earlier = _earlier_runs(self.store, result, self.plan.sweep.id)
         witness = next((r for r in earlier if r.facts.get(Explanation) is not None), None)
-        result = self.analyze(result, plan.devices[spec.device], witness)
+        result = self.analyze(result, self.plan.devices[spec.device], witness)
         if spec.processes == 1 and result.measurement is not None:
             self.singles[spec] = result
-        result = with_trust(_with_scaling(result, self.singles), earlier[:EARLIER_RUNS])
-        return store.save(replace(result, sweep=plan.sweep.id))
+        return with_trust(_with_scaling(result, self.singles), earlier[:EARLIER_RUNS])
+
+
+def _unanalyzed(result: Result, exc: Exception) -> Result:
+    """`result` as measured, when its analysis failed: the caveats its record supports, and
+    one saying what is missing and why."""
+    said = Caveat(
+        "incomplete",
+        f"the analysis after the measurement failed ({one_line(exc)}): its FLOPs, MFU, "
+        "verdict and scaling are missing; the measurement stands",
+    )
+    try:
+        caveats = assess(result).caveats
+    except Exception:  # the caveats' own assessment may be what failed
+        caveats = ()
+    return replace(result, metrics={**result.metrics, **Trust((*caveats, said)).to_metrics()})
 
 
 @dataclass
