@@ -172,12 +172,16 @@ def result_json(result: Result) -> dict[str, Any]:
     every lever's value in its spec, and its caveats (analysis/trust)."""
     from dataclasses import asdict
 
+    from ..analysis.facts import partial
     from ..analysis.trust import trust_of
     from ..levers import label, spec_json
 
     caveats = [asdict(c) for c in trust_of(result).caveats]
+    unfinished = partial(result)  # measured in fewer processes than planned: --resume goes on
     return {
         **result.to_dict(label=label(result.spec)),
         "spec": spec_json(result.spec),
+        "partial": unfinished is not None,
+        **({"planned_processes": unfinished[1]} if unfinished else {}),
         "caveats": caveats,
     }

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...analysis.compare import DEVICE, FASTEST, MIN_SAMPLES, Change, Comparison
-from ...analysis.facts import Verification
+from ...analysis.facts import Verification, partial_mark
 from ...core.levels import MIN_PROCESSES
 from ...core.result import Result
 from ...levers import CONFIGURATION, label
@@ -130,8 +130,10 @@ def changes_table(changes: Sequence[Change], threshold: float, width: int = 120)
             names[c.spec.workload],
             c.spec.device,
             label(c.spec),
-            number(base.rate.median),
-            number(cand.rate.median) if cand else c.candidate.status.upper(),
+            number(base.rate.median) + partial_mark(c.baseline),
+            number(cand.rate.median) + partial_mark(c.candidate)
+            if cand
+            else c.candidate.status.upper(),
             c.speedup.text() if c.speedup else f"failed: {c.candidate.error}",
             c.verdict,
         )
@@ -146,4 +148,5 @@ def changes_table(changes: Sequence[Change], threshold: float, width: int = 120)
 
 def _samples(r: Result) -> str:
     assert r.measurement is not None
-    return number(r.measurement.rate.median * r.samples_per_block) + samples_unit(r)
+    rate = number(r.measurement.rate.median * r.samples_per_block)
+    return rate + samples_unit(r) + partial_mark(r)
