@@ -4,7 +4,6 @@ the database path, files written, and the exit code of a measuring command."""
 from __future__ import annotations
 
 import argparse
-import codecs
 import contextlib
 import json
 import os
@@ -14,7 +13,6 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..render.text import OUTPUT_ENCODING
 from ..workflows import facts  # noqa: F401  (every fact registered, so stored rows are checked)
 
 if TYPE_CHECKING:
@@ -97,20 +95,10 @@ def guarded_stdout() -> Iterator[None]:
     if original is None:
         _hold(1)
     sys.stdout = _Guarded(original)
-    tables_for = OUTPUT_ENCODING.set(_encoding_of(original))
     try:
         yield
     finally:
-        OUTPUT_ENCODING.reset(tables_for)
         sys.stdout = original
-
-
-def _encoding_of(stream: Any) -> str:
-    """The encoding `stream` writes, by its canonical name ("ascii" for "ANSI_X3.4-1968")."""
-    try:
-        return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name
-    except LookupError:
-        return "utf-8"
 
 
 def _hold(fd: int) -> None:

@@ -16,14 +16,14 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..text import OUTPUT_ENCODING, encodable, inert
+from ..text import encodable, inert, output_encoding
 
 __all__ = ["SafeTable", "new_table", "plain", "render_table", "table_text"]
 
 
 def plain(text: str) -> Text:
     """`text` as rich shows it literally: no markup, no control characters, and escapes for
-    what the output's encoding lacks (render/text's OUTPUT_ENCODING)."""
+    what the output's encoding lacks (render/text's output_encoding)."""
     return Text(encodable(inert(text)))
 
 
@@ -33,7 +33,7 @@ class _Buffer(io.StringIO):
 
     @property  # StringIO's own is read-only (None), which typeshed does not say
     def encoding(self) -> str:  # type: ignore[override]
-        return OUTPUT_ENCODING.get()
+        return output_encoding()
 
 
 class SafeTable(Table):
