@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from ..workloads import Workload
 
 
-
-
 def positive_count(word: str) -> int:
     """'4' -> 4; ValueError for anything but a whole number from 1 to MOST."""
     try:
