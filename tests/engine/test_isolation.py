@@ -351,7 +351,8 @@ def test_export_out_naming_a_file_says_so(tmp_path):
 
 @pytest.mark.parametrize("command", ["export", "verify"])
 def test_export_and_verify_refuse_a_bad_shape_in_one_line(tmp_path, command):
-    # both run the model in the command's own process, so they check it first
+    # both check the model in a worker before anything is trained or exported: its error
+    # comes back as the one line it raised
     path = tmp_path / "tiny.py"
     path.write_text("from torch import nn\n\ndef make():\n    return nn.Linear(4, 3)\n")
     model = ("--model", f"{path}:make", "--input-shape", "5", "--num-classes", "3")

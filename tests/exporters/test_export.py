@@ -79,6 +79,26 @@ def test_cli_export_json_and_bad_input(tmp_path):
     assert neither.returncode == 2 and "name one workload" in neither.stderr
     target = run_cli("export", "mlp", "--to", "tflite")
     assert target.returncode == 2 and "invalid value 'tflite'; valid: onnx, coreml" in target.stderr
+    endless = run_cli("export", "mlp", "--out", str(tmp_path), "--timeout", "inf")
+    assert endless.returncode == 2 and endless.stdout == ""
+    assert endless.stderr == (
+        "accelbench: error: timeout must be a finite number of seconds above 0, not inf\n"
+    )
+
+
+def test_the_timeouts_shown_in_help_are_the_librarys():
+    """The parser holds no torch, so it has its own copy of each default: the same."""
+    from accelbench.cli import export as export_cli
+    from accelbench.cli import verify as verify_cli
+    from accelbench.cli.main import build_parser
+    from accelbench.workflows import export, verify
+
+    assert export_cli.DEFAULT_TIMEOUT_S == export.DEFAULT_TIMEOUT_S == 900
+    assert verify_cli.DEFAULT_TIMEOUT_S == verify.DEFAULT_TIMEOUT_S == 1800
+    for command, seconds in (("export", 900), ("verify", 1800)):
+        assert build_parser().parse_args([command, "mlp"]).timeout == seconds
+        shown = " ".join(run_cli(command, "--help").stdout.split())
+        assert f"(default: {seconds})" in shown
 
 
 def test_export_is_a_function_returning_what_the_command_renders(tmp_path):
@@ -105,6 +125,9 @@ def test_export_is_a_function_returning_what_the_command_renders(tmp_path):
         ({"compute_units": "GPU"}, "unknown export compute units 'GPU'; valid: ALL,"),
         ({"batch": 0}, "batch must be a positive integer, not 0"),
         ({"workload": "mlp"}, "workload takes a WorkloadRef, not 'mlp'"),
+        ({"timeout": float("inf")}, "timeout must be a finite number of seconds above 0, not inf"),
+        ({"timeout": 0}, "timeout must be a finite number of seconds above 0, not 0"),
+        ({"timeout": True}, "timeout must be a finite number of seconds above 0, not True"),
     ],
 )
 def test_an_export_request_checks_itself_as_it_is_made(fields, said):

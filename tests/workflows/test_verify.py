@@ -296,6 +296,8 @@ def test_cli_verify_flags_a_precision_that_breaks_training(models, tmp_path):
         (["seed-cnn", "--tolerance", "abc"], "'abc' is not a number of percentage points"),
         (["seed-cnn", "--loss-tolerance", "much"], "'much' is not a percentage"),
         (["seed-cnn", "--devices", "tpu"], "unknown device 'tpu'"),
+        (["seed-cnn", "--timeout", "inf"], "timeout must be a finite number of seconds above 0"),
+        (["seed-cnn", "--timeout", "0"], "must be more than 0 seconds, got 0"),
         (["mlp"], "verify needs a classifier: mlp has no classes"),
         ([], "name one workload, or give --model"),
     ],
@@ -357,3 +359,16 @@ def test_a_device_list_that_names_no_device_is_one_line():
 
     with pytest.raises(UsageError, match=r"no device named in ',,'; try cpu, cuda or all"):
         verify_devices(",,")
+
+
+def test_what_a_runs_worker_left_running_is_said_below_the_table():
+    left = ["pid 41 python", "pid 42 sleep"]
+    timed_out = _result("cpu", "bf16", status="timeout", error="no result within --timeout 5 s")
+    timed_out = replace(timed_out, metrics={**timed_out.metrics, "left_running": left})
+    table = verify_table([BASELINE, timed_out], width=300)
+    assert "TIMEOUT: no result within --timeout 5 s" in table
+    assert (
+        "cpu bf16: 2 process(es) started in its worker outlived it (pid 41 python, pid 42 "
+        "sleep); they were stopped"
+    ) in table
+    assert "outlived" not in verify_table([BASELINE], width=300)

@@ -6,8 +6,19 @@ import argparse
 import sys
 
 from ..core.vocab import COMPUTE_UNITS, EXPORT_PRECISIONS, EXPORT_TARGETS
-from .options import Commands, ListOf, OneOf, add_json, add_model_options, count, workload_ref
+from .options import (
+    Commands,
+    ListOf,
+    OneOf,
+    add_json,
+    add_model_options,
+    count,
+    seconds,
+    workload_ref,
+)
 from .output import emit_json, width
+
+DEFAULT_TIMEOUT_S = 900.0  # workflows.export's (a test keeps them equal)
 
 
 def add_parser(commands: Commands) -> None:
@@ -45,14 +56,27 @@ def add_parser(commands: Commands) -> None:
         help="Core ML compute units (default: ALL)",
     )
     add_model_options(export.add_argument_group("your own model"))
+    _add_running(export)
+    add_json(export)
+    export.set_defaults(handler=handle)
+
+
+def _add_running(export: argparse.ArgumentParser) -> None:
+    """How the export runs: what it shows, and its worker's time limit."""
     export.add_argument(
         "--verbose",
         action="store_true",
         help="show the exporting libraries' own output (progress bars, version warnings, "
         "coremltools' messages), on stderr; hidden by default",
     )
-    add_json(export)
-    export.set_defaults(handler=handle)
+    export.add_argument(
+        "--timeout",
+        type=seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help="the model is loaded, traced and checked in a worker process: stop it S seconds "
+        f"after it is ready, and say so in one line (default: {DEFAULT_TIMEOUT_S:g})",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -70,6 +94,7 @@ def handle(args: argparse.Namespace) -> int:
         dynamic_batch=args.dynamic_batch,
         compute_units=args.compute_units,
         verbose=args.verbose,
+        timeout=args.timeout,
     )
     exported = export(request)
     if args.json:
@@ -78,8 +103,14 @@ def handle(args: argparse.Namespace) -> int:
         print(export_table(exported.reports, width=width()), end="")
     if exported.failed and exported.hidden:
         print(
-            f"the exporting libraries printed {len(exported.hidden)} line(s): --verbose shows "
-            "them",
+            f"the exporting libraries printed {len(exported.hidden)} line(s): --verbose shows them",
+            file=sys.stderr,
+        )
+    if exported.left_running:
+        left = exported.left_running
+        print(
+            f"accelbench: {len(left)} process(es) the model's code started outlived the "
+            f"export's worker ({', '.join(left[:3])}); they were stopped",
             file=sys.stderr,
         )
     return 1 if exported.failed else 0

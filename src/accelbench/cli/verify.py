@@ -19,6 +19,7 @@ from .options import (
     from_args,
     points,
     positive,
+    seconds,
     workload_ref,
 )
 from .output import db_path, emit_json, result_json, width
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from ..core.result import Result
     from ..devices import Device
 
+DEFAULT_TIMEOUT_S = 1800.0  # workflows.verify's, which imports torch (a test keeps them equal)
 TRAINING_PRECISIONS = PRECISIONS[:4]  # int8 is ONNX Runtime's, for inference
 DIVERGED = {"diverges", "inconclusive"}  # verdicts that make verify exit 1
 
@@ -66,6 +68,15 @@ def add_parser(commands: Commands) -> None:
         help="fp32 (TF32 off), tf32, fp16 (autocast + GradScaler), bf16 (autocast) (default: fp32)",
     )
     _add_training(verify)
+    verify.add_argument(
+        "--timeout",
+        type=seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help="each device and precision trains in a worker process of its own: stop it S "
+        f"seconds after it is ready, and make it that run's error row (default: "
+        f"{DEFAULT_TIMEOUT_S:g}); loading and checking the model has the same limit",
+    )
     add_output_options(verify, progress=True)
     verify.set_defaults(handler=handle)
 
@@ -109,34 +120,26 @@ def _add_training(verify: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     from ..engine.track import progress_bar
     from ..store.db import Store
-    from ..workflows.verify import (
-        FAILED,
-        Settings,
-        digits_for,
-        runs_to_verify,
-        verify_devices,
-        verify_loaded,
-    )
-    from ..workloads import load_workload
+    from ..workflows.verify import FAILED, Settings, VerifyRequest, prepare, verify_prepared
 
-    settings = from_args(Settings, args)
-    workload = load_workload(workload_ref(args))
-    workload.check()  # a model that rejects its inputs: one line, before anything is trained
-    data = digits_for(workload, settings)  # every input checked before the database is opened
-    devices = verify_devices(args.devices)
-    total = len(runs_to_verify(devices, args.precisions)) * args.epochs
+    request = VerifyRequest(
+        workload=workload_ref(args),
+        devices=args.devices,
+        precisions=tuple(args.precisions),
+        settings=from_args(Settings, args),
+        timeout=args.timeout,
+    )
+    # every input checked (the model loaded and checked in a worker) before the store opens
+    prepared = prepare(request)
+    total = len(prepared.runs) * args.epochs
     with Store(db_path(args)) as store, progress_bar(disable=args.quiet) as bar:
-        task = bar.add_task(f"verify {workload.name}", total=total)
-        results = verify_loaded(
-            workload,
-            devices,
-            args.precisions,
-            settings,
-            data,
+        task = bar.add_task(f"verify {prepared.workload.name}", total=total)
+        results = verify_prepared(
+            prepared,
             on_result=store.save,
             on_epoch=lambda device, precision, epoch: bar.advance(task),
         )
-    _print(args, results, devices, store.path)
+    _print(args, results, prepared.devices, store.path)
     failed = [r for r in results if r.status in FAILED or _verdict(r) in DIVERGED]
     return 1 if failed else 0
 
@@ -169,5 +172,3 @@ def _print(
     print(verify_table(results, notes, width=width()), end="")
     ids = ", ".join(f"#{r.id}" for r in results)
     print(f"stored as result(s) {ids} in {db} (verify run {sweep})")
-
-

@@ -22,6 +22,7 @@ import contextlib
 import ctypes
 import multiprocessing
 import os
+import pickle
 import select
 import signal
 import sys
@@ -36,7 +37,7 @@ from ..analysis.explanation import ProfileRequest
 from ..analysis.facts import LEFT_RUNNING
 from ..core.result import Result, RunSpec
 from ..core.vocab import Status
-from ..errors import UsageError, WorkloadError
+from ..errors import AccelbenchError, UsageError, WorkloadError, one_line
 from ..levers import NO_ENTRY_POINTS, PLUGINS
 from ..workloads import Workload, WorkloadRef, load_workload
 from ..workloads.described import WorkloadFacts, described
@@ -49,6 +50,8 @@ from .rounds import Round
 __all__ = [
     "COMPILE_THREADS",
     "START",
+    "Called",
+    "call_isolated",
     "compile_in_process",
     "describe_isolated",
     "planning_workload",
@@ -137,22 +140,25 @@ class _Describe:
     environment: dict[str, str]
     parent: int
     cwd: str
+    check: bool = False  # run the workload's own check (a --model's forward) too
 
 
-def planning_workload(ref: WorkloadRef, timeout: float) -> Workload:
+def planning_workload(ref: WorkloadRef, timeout: float, check: bool = False) -> Workload:
     """The workload the command plans with: a built-in as it is (accelbench's own code), a
-    `--model` as a worker described it (`describe_isolated`)."""
+    `--model` as a worker described it (`describe_isolated`; with `check`, once it passed its
+    own check: the model takes its inputs)."""
     if not ref.custom:
         return load_workload(ref)
-    return described(describe_isolated(ref, timeout))
+    return described(describe_isolated(ref, timeout, check))
 
 
-def describe_isolated(ref: WorkloadRef, timeout: float) -> WorkloadFacts:
+def describe_isolated(ref: WorkloadRef, timeout: float, check: bool = False) -> WorkloadFacts:
     """Load `ref` (a `--model`) in a worker and return what planning needs of it: importing
     its file and calling its factory run the user's code, which may raise, exit, fork, hang or
     change the directory, and none of it may reach the command. WorkloadError in one line
-    when it does not load; what it left running ends with it."""
-    job = _Describe(ref, dict(os.environ), os.getpid(), os.getcwd())
+    when it does not load (or, with `check`, fails its own check: `Workload.check`); what it
+    left running ends with it."""
+    job = _Describe(ref, dict(os.environ), os.getpid(), os.getcwd(), check)
     ended = _isolated(_describe_worker, job, timeout)
     if isinstance(ended.sent, WorkloadFacts):
         return ended.sent
@@ -168,12 +174,14 @@ def _describe_worker(sender: Connection, job: _Describe) -> None:
         os.setsid()
     _die_with_parent(sender, job.parent)
     _adopt(job.environment, job.cwd)
-    from ..errors import AccelbenchError, one_line
     from ..workloads.described import facts_of
 
     _send(sender, ("ready",))
     try:
-        told: WorkloadFacts | str = facts_of(load_workload(job.ref))
+        workload = load_workload(job.ref)
+        if job.check:
+            workload.check()
+        told: WorkloadFacts | str = facts_of(workload)
     except AccelbenchError as exc:  # said already, in one line
         told = str(exc)
     except SystemExit as exc:  # the model's code ended its program: its error, not ours
@@ -182,6 +190,99 @@ def _describe_worker(sender: Connection, job: _Describe) -> None:
         told = f"{job.ref.name}: {one_line(exc)}"
     _send(sender, ("result", told))
     sender.close()
+
+
+@dataclass(frozen=True)
+class Called:
+    """What a call in a worker (`call_isolated`) came to: its value with status "ok"; or
+    status "error" or "timeout", no value and, in one line, why; and what it left running
+    that was stopped ("pid N name" each)."""
+
+    value: Any
+    status: Status
+    error: str = ""
+    left_running: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A function of the caller's and its argument, for a worker (pickled across; the
+    function by its module and name)."""
+
+    function: Callable[[Any, Callable[[Any], None]], Any]
+    argument: Any
+    environment: dict[str, str]
+    parent: int
+    cwd: str
+
+
+@dataclass(frozen=True)
+class _Raised:
+    error: AccelbenchError  # said in one line: the caller raises it again
+
+
+def call_isolated(
+    function: Callable[[Any, Callable[[Any], None]], Any],
+    argument: Any,
+    timeout: float,
+    on_tell: Callable[[Any], None] | None = None,
+) -> Called:
+    """Run `function(argument, tell)` in a worker process, as `run` runs a configuration:
+    it leads its own process group, has `timeout` seconds from its start (its imports have
+    their own limit, START_LIMIT_S), and whatever it started ends with it. What it passes to
+    `tell` reaches `on_tell` here as it goes (progress); its value comes back pickled.
+
+    An AccelbenchError it raises is raised here (bad input, one line). Any other exception,
+    sys.exit, a death (a signal, os._exit) or silence past the deadline is a Called with
+    status "error" or "timeout" and a line saying which: never this process's end."""
+    job = _Call(function, argument, dict(os.environ), os.getpid(), os.getcwd())
+    ended = _isolated(_call_worker, job, timeout, on_tell=on_tell)
+    left, sent = tuple(ended.stopped), ended.sent
+    if isinstance(sent, _Raised):
+        raise sent.error
+    if isinstance(sent, _Returned):
+        return Called(sent.value, "ok", left_running=left)
+    if isinstance(sent, str):
+        return Called(None, "error", sent, left)
+    status: Status = "error" if ended.outcome is None else "timeout"
+    return Called(None, status, _failure(ended.outcome, timeout, ended.exitcode), left)
+
+
+@dataclass(frozen=True)
+class _Returned:
+    value: Any  # what the called function returned
+
+
+def _call_worker(sender: Connection, job: _Call) -> None:
+    """The child: call, and send what came of it (or why nothing did) in a picklable form."""
+    with contextlib.suppress(AttributeError, PermissionError):
+        os.setsid()  # lead a process group, so the parent can end everything this starts
+    _die_with_parent(sender, job.parent)
+    _adopt(job.environment, job.cwd)
+    _send(sender, ("ready",))  # the time limit starts now: the user's code next
+    try:
+        sent: Any = _Returned(job.function(job.argument, lambda v: _send(sender, ("tell", v))))
+    except AccelbenchError as exc:
+        sent = _Raised(_ours(exc))
+    except SystemExit as exc:  # the model's code ended its program: its error, not ours
+        sent = f"the model's code called sys.exit({exc.code!r})"
+    except Exception as exc:
+        sent = one_line(exc)
+    try:
+        pickle.dumps(sent)
+    except Exception as exc:  # sent as it is, it would kill this worker with a traceback
+        sent = f"its result could not be sent back: {one_line(exc)}"
+    _send(sender, ("result", sent))
+    sender.close()
+
+
+def _ours(error: AccelbenchError) -> AccelbenchError:
+    """`error` as a class of accelbench.errors (a plugin's own subclass may not unpickle in
+    the parent), its one line kept."""
+    if type(error).__module__ == AccelbenchError.__module__:
+        return error
+    kind = next(k for k in type(error).__mro__ if k.__module__ == AccelbenchError.__module__)
+    return kind(str(error))  # type: ignore[no-any-return]
 
 
 def start_method() -> str:
@@ -278,6 +379,7 @@ def _isolated(
     job: Any,
     timeout: float,
     on_block: Callable[[int, float], None] | None = None,
+    on_tell: Callable[[Any], None] | None = None,
 ) -> _Ended:
     """Run `target(sender, job)` in a worker process and wait for what it sends."""
     context = _context()
@@ -288,7 +390,7 @@ def _isolated(
         sender.close()  # so the parent sees EOF when the child dies
         outcome: _Sent | str | None = "interrupted"
         try:
-            outcome = _wait(receiver, worker, timeout, on_block)
+            outcome = _wait(receiver, worker, timeout, on_block, on_tell)
         finally:
             # A worker that sent its result is exiting: let it. Any other is stopped now.
             _end(worker, grace=10 if isinstance(outcome, _Sent) else 0)
@@ -319,6 +421,7 @@ def _wait(
     process: Any,
     timeout: float,
     on_block: Callable[[int, float], None] | None,
+    on_tell: Callable[[Any], None] | None = None,
 ) -> _Sent | str | None:
     """What the worker sent as its result; "timeout", or "not started" when it was not even
     ready in time; or None when it died without one. The clock starts at its "ready"."""
@@ -341,6 +444,8 @@ def _wait(
             deadline, ready = time.monotonic() + timeout, True
         elif message[0] == "block" and on_block is not None:
             on_block(message[1], message[2])
+        elif message[0] == "tell" and on_tell is not None:
+            on_tell(message[1])
         elif message[0] == "result":
             return _Sent(message[1])
 
@@ -371,7 +476,6 @@ def _exit_reason(code: int | None) -> str:
 def _worker(sender: Connection, job: _Job) -> None:
     """The child: run, and send the Result whatever happens short of dying."""
     begun = time.monotonic()
-    from ..errors import one_line
 
     with contextlib.suppress(AttributeError, PermissionError):
         os.setsid()  # lead a process group, so the parent can end everything this starts

@@ -1,13 +1,17 @@
 """`accelbench export` as a function: a typed request in, the files written and how each
 checks against PyTorch out (`accelbench.export`).
 
-The model is built and traced in the calling process, as the command has always done: an
-export is the model itself, not a measurement, so it needs no worker's time limit. torch and the
+The model is the user's code, so it is built, traced and checked in a worker process
+(engine/worker's `call_isolated`, as `run` measures): a model that exits, crashes, hangs past the
+request's timeout or forks ends its worker, never the caller, and whatever it started is stopped;
+the caller gets one line (WorkloadError) or the typed `Exported`, pickled back. torch and the
 exporters load only when `export` runs, so the request can be made (and checked) without them.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,13 +25,17 @@ from ..core.vocab import (
     ExportPrecision,
     ExportTarget,
 )
-from ..errors import UsageError
+from ..errors import UsageError, WorkloadError
 from ..workloads import WorkloadRef
 
 if TYPE_CHECKING:
     from ..exporters import ExportReport
 
-__all__ = ["ExportRequest", "Exported", "export"]
+__all__ = ["DEFAULT_TIMEOUT_S", "ExportRequest", "Exported", "export"]
+
+# The export's worker, from its start: tracing, converting and validating a large model (a
+# Core ML conversion of BERT) takes minutes; a model that hangs is stopped after this.
+DEFAULT_TIMEOUT_S = 900.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +51,7 @@ class ExportRequest:
     dynamic_batch: bool = False  # let the ONNX model take any batch size
     compute_units: ComputeUnits = "ALL"
     verbose: bool = False  # let the exporting libraries' own output through
+    timeout: float = DEFAULT_TIMEOUT_S  # seconds the export's worker may take once ready
 
     def __post_init__(self) -> None:
         if not isinstance(self.workload, WorkloadRef):
@@ -58,6 +67,11 @@ class ExportRequest:
                 raise UsageError(f"unknown export {name} {shown}; valid: {', '.join(valid)}")
         if type(self.batch) is not int or self.batch < 1:
             raise UsageError(f"batch must be a positive integer, not {self.batch!r}")
+        number = isinstance(self.timeout, (int, float)) and not isinstance(self.timeout, bool)
+        if not (number and math.isfinite(self.timeout) and self.timeout > 0):
+            raise UsageError(
+                f"timeout must be a finite number of seconds above 0, not {self.timeout!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -67,6 +81,8 @@ class Exported:
 
     reports: tuple[ExportReport, ...]
     hidden: tuple[str, ...] = ()
+    # processes the model's code started that outlived the export's worker: stopped
+    left_running: tuple[str, ...] = ()
 
     @property
     def paths(self) -> tuple[Path, ...]:
@@ -79,8 +95,20 @@ class Exported:
 
 
 def export(request: ExportRequest) -> Exported:
-    """Export the request's workload to each target in turn; files appear whole or not at all.
-    A model that rejects its inputs or a missing exporter raises an AccelbenchError first."""
+    """Export the request's workload to each target in turn, in a worker process; files appear
+    whole or not at all. A model that rejects its inputs or a missing exporter raises an
+    AccelbenchError; a worker that dies, exits or runs past the timeout, a WorkloadError naming
+    what happened."""
+    from ..engine.worker import call_isolated
+
+    called = call_isolated(_export_in_worker, request, request.timeout)
+    if called.status != "ok" or not isinstance(called.value, Exported):
+        raise WorkloadError(f"exporting {request.workload.name} failed: {called.error}")
+    return replace(called.value, left_running=called.left_running)
+
+
+def _export_in_worker(request: ExportRequest, tell: Callable[[object], None]) -> Exported:
+    """In the worker: load and check the model, then export it to each target."""
     from functools import partial
 
     from ..exporters import export_model, library_output

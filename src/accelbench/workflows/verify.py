@@ -10,8 +10,11 @@ its channels, so every device receives the same bytes. A workload with more than
 whole head. Workloads that take no images (token ids, regression) are refused.
 
 The precision's autocast and fp16's GradScaler come from the same `build` as the benchmark's,
-and each step is `modes.train_function`. Runs happen in this process, one after another;
-a failure (an unavailable device, OOM, an exception) becomes a row with its message.
+and each step is `modes.train_function`. Each device and precision trains in a worker process
+of its own (engine/worker's `call_isolated`), one after another, under `--timeout`: the model is
+the user's code, and it may exit, crash, hang or fork; whatever it started ends with its
+worker. A failure (an unavailable device, OOM, an exception, a worker that died or ran out of
+time) becomes a row with its message, and the rows already stored stay.
 
 The CPU at fp32 is the baseline and always runs first. Each run keeps which held-out images it
 got right, so accuracy is compared image by image (analysis/paired: a paired 95% interval of the
@@ -46,7 +49,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..analysis.facts import VERIFY, Verification
+from ..analysis.facts import LEFT_RUNNING, VERIFY, Verification
 from ..analysis.paired import UNDETERMINED, WITHIN, WORSE, paired_accuracy
 from ..backends.pytorch import build_torch
 from ..core.result import Result, RunSpec
@@ -54,26 +57,31 @@ from ..core.vocab import DEFAULT_WORKLOAD, PRECISIONS, Precision
 from ..devices import BASELINE_DEVICE, HOST_DEVICE, OUT_OF_MEMORY, Device, find_device
 from ..devices.fingerprint import fingerprint
 from ..engine.runner import make_spec
-from ..errors import UsageError, one_line, require
+from ..engine.worker import call_isolated, planning_workload
+from ..errors import AccelbenchError, UsageError, one_line, require
 from ..levers import unsupported_reason
 from ..modes.train import Train, train_function
-from ..workloads import Workload, WorkloadRef
+from ..workloads import Workload, WorkloadRef, load_workload
 
 __all__ = [
     "BASELINE",
+    "DEFAULT_TIMEOUT_S",
     "MIN_BASELINE_ACCURACY",
     "Digits",
+    "Prepared",
     "Settings",
     "check_workload",
     "judge_against_baseline",
     "load_digits",
     "digits_for",
+    "prepare",
     "runs_to_verify",
     "VerifyRequest",
     "verify",
     "verify_devices",
     "verify_loaded",
     "verify_one",
+    "verify_prepared",
 ]
 
 BASELINE = (BASELINE_DEVICE, "fp32")
@@ -82,6 +90,9 @@ HELD_OUT = 360  # about 20% of the 1,797 images
 SPLIT_SEED = 0
 MIN_BASELINE_ACCURACY = 0.9  # below it the baseline is still learning: runs differ by chance
 FAILED = ("error", "oom", "timeout")
+# Each device and precision's worker, from its start: 5 epochs of resnet50 on a 2-core CPU are
+# about 12 minutes; a model that hangs is stopped after this.
+DEFAULT_TIMEOUT_S = 1800.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -265,7 +276,37 @@ def verify_one(
     settings: Settings,
     on_epoch: Callable[[int], None] | None = None,
 ) -> Result:
-    """One device and precision trained; failures come back as a Result with their message."""
+    """One device and precision trained, in this process (a worker's, or a test's); failures
+    come back as a Result with their message."""
+    base = _row(workload, device, precision, data, settings)
+    if not device.available:
+        return replace(base, error=f"{device.name} is not available here: {device.reason}")
+    base = replace(base, environment=fingerprint(device))
+    reason = unsupported_reason(base.spec, device, workload)
+    if reason:
+        return replace(base, status="unsupported", error=reason)
+    try:
+        with device.context():
+            trained = train(base.spec, workload, device, data, settings, on_epoch)
+    except OUT_OF_MEMORY as exc:
+        return replace(base, status="oom", error=one_line(exc))
+    except Exception as exc:  # a failure is data: the other runs go on
+        return replace(base, error=one_line(exc))
+    facts = {
+        **base.metrics[VERIFY],
+        "optimizer": trained.optimizer,
+        "loss_curve": [_finite(x) for x in trained.curve],
+        "accuracy": trained.accuracy,
+        "held_out_correct": trained.correct,
+    }
+    return replace(base, status="ok", metrics={VERIFY: facts})
+
+
+def _row(
+    workload: Workload, device: Device, precision: str, data: Digits, settings: Settings
+) -> Result:
+    """A run's row before it trains: its spec and settings, status "error", and the host's
+    environment (the device's own once the run reaches it). It runs none of the model."""
     batch = settings.batch_size or workload.batch_size
     spec = make_spec(
         workload,
@@ -276,36 +317,12 @@ def verify_one(
         steps_per_block=len(data.train_y) // batch,  # one "block" is one epoch here
     )
     facts = {**settings.to_dict(), "data": data.describe(workload.input_shape)}
-    base = Result(spec=spec, status="error", metrics={VERIFY: facts})
-    if not device.available:
-        return replace(
-            base,
-            error=f"{device.name} is not available here: {device.reason}",
-            environment={
-                **fingerprint(find_device(HOST_DEVICE)),  # the host ran the command
-                "device": device.name,
-                "device_model": "",
-            },
-        )
-    base = replace(base, environment=fingerprint(device))
-    reason = unsupported_reason(spec, device, workload)
-    if reason:
-        return replace(base, status="unsupported", error=reason)
-    try:
-        with device.context():
-            trained = train(spec, workload, device, data, settings, on_epoch)
-    except OUT_OF_MEMORY as exc:
-        return replace(base, status="oom", error=one_line(exc))
-    except Exception as exc:  # a failure is data: the other runs go on
-        return replace(base, error=one_line(exc))
-    facts = {
-        **facts,
-        "optimizer": trained.optimizer,
-        "loss_curve": [_finite(x) for x in trained.curve],
-        "accuracy": trained.accuracy,
-        "held_out_correct": trained.correct,
+    environment = {
+        **fingerprint(find_device(HOST_DEVICE)),  # the host ran the command
+        "device": device.name,
+        "device_model": device.model if device.available else "",
     }
-    return replace(base, status="ok", metrics={VERIFY: facts})
+    return Result(spec=spec, status="error", metrics={VERIFY: facts}, environment=environment)
 
 
 def _finite(x: float) -> float | None:
@@ -430,12 +447,14 @@ def _paired(own: Verification, base: Verification, tolerance_points: float) -> d
 
 @dataclass(frozen=True, kw_only=True)
 class VerifyRequest:
-    """What `accelbench verify` trains: one workload on each device and precision."""
+    """What `accelbench verify` trains: one workload on each device and precision, each in a
+    worker that is stopped `timeout` seconds after it is ready."""
 
     workload: WorkloadRef = WorkloadRef(DEFAULT_WORKLOAD)
     devices: str = "all"  # comma-separated names, or "all" (the available ones)
     precisions: tuple[Precision, ...] = ("fp32",)
     settings: Settings = Settings()
+    timeout: float = DEFAULT_TIMEOUT_S  # seconds, for each device and precision's worker
 
     def __post_init__(self) -> None:
         if not isinstance(self.workload, WorkloadRef):
@@ -444,6 +463,33 @@ class VerifyRequest:
         if bad or not self.precisions:
             shown = bad[0] if bad else "none"
             raise UsageError(f"unknown precision {shown!r}; valid: {', '.join(PRECISIONS)}")
+        number = isinstance(self.timeout, (int, float)) and not isinstance(self.timeout, bool)
+        if not (number and math.isfinite(self.timeout) and self.timeout > 0):
+            raise UsageError(
+                f"timeout must be a finite number of seconds above 0, not {self.timeout!r}"
+            )
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A request checked and planned, before anything is trained or stored: the workload as
+    the command knows it (a `--model` described by a worker that loaded and checked it), the
+    digits, the devices, and the runs in order (the CPU fp32 baseline first)."""
+
+    request: VerifyRequest
+    workload: Workload
+    data: Digits
+    devices: list[Device]
+    runs: list[tuple[Device, str]]
+
+
+def prepare(request: VerifyRequest) -> Prepared:
+    """Check every input (one line, an AccelbenchError): the model loads and takes its inputs
+    (in a worker, under the request's timeout), learns digits, fits the batch; the devices."""
+    workload = planning_workload(request.workload, request.timeout, check=True)
+    data = digits_for(workload, request.settings)
+    devices = verify_devices(request.devices)
+    return Prepared(request, workload, data, devices, runs_to_verify(devices, request.precisions))
 
 
 def verify(
@@ -452,22 +498,75 @@ def verify(
     db: str | Path | None = None,
     on_epoch: Callable[[Device, str, int], None] | None = None,
 ) -> list[Result]:
-    """`accelbench verify` as a function: load the workload, check it takes the digits, train
-    it on each device and precision and return the judged Results (stored in `db` too, when
-    given). Note that, as the command does, this runs the model in the calling process."""
+    """`accelbench verify` as a function: check the request (`prepare`), train the workload on
+    each device and precision, each in a worker process, and return the judged Results (each
+    stored in `db` as it lands, when given). The model never runs in the calling process."""
     from ..store.db import Store
-    from ..workloads import load_workload
 
-    workload = load_workload(request.workload)
-    workload.check()
-    data = digits_for(workload, request.settings)
-    devices = verify_devices(request.devices)
+    prepared = prepare(request)
     if db is None:
-        return verify_loaded(workload, devices, request.precisions, request.settings, data)
+        return verify_prepared(prepared, on_epoch=on_epoch)
     with Store(db) as store:
-        return verify_loaded(
-            workload, devices, request.precisions, request.settings, data, store.save, on_epoch
+        return verify_prepared(prepared, store.save, on_epoch)
+
+
+def verify_prepared(
+    prepared: Prepared,
+    on_result: Callable[[Result], Result] | None = None,
+    on_epoch: Callable[[Device, str, int], None] | None = None,
+) -> list[Result]:
+    """Train each of `prepared`'s runs in a worker of its own, judge it as it lands and hand
+    it to `on_result` (which stores it): a run whose worker dies, hangs or fails is its own
+    error row, and the runs after it go on."""
+    request, workload, data = prepared.request, prepared.workload, prepared.data
+
+    def one(device: Device, precision: str, progress: Callable[[int], None] | None) -> Result:
+        if not device.available:  # its row says why; nothing of the model runs
+            return verify_one(workload, device, precision, data, request.settings)
+        return _verify_isolated(
+            request, _row(workload, device, precision, data, request.settings), progress
         )
+
+    return _verify_each(prepared.runs, one, request.settings, on_result, on_epoch)
+
+
+@dataclass(frozen=True)
+class _OneRun:
+    """What a worker needs to train one device and precision (pickled across)."""
+
+    ref: WorkloadRef
+    device: str
+    precision: str
+    settings: Settings
+
+
+def _train_in_worker(job: _OneRun, tell: Callable[[Any], None]) -> Result:
+    """In the worker: load and check the model (check finds how it is trained), then train."""
+    workload = load_workload(job.ref)
+    workload.check()
+    device = find_device(job.device)
+    return verify_one(workload, device, job.precision, load_digits(), job.settings, tell)
+
+
+def _verify_isolated(
+    request: VerifyRequest, row: Result, progress: Callable[[int], None] | None
+) -> Result:
+    """`row`'s device and precision trained in a worker; its death, its silence past the
+    timeout or its error is the row's status and message, and what it left running is
+    recorded with it (stopped)."""
+    job = _OneRun(request.workload, row.spec.device, row.spec.precision, request.settings)
+    try:
+        called = call_isolated(_train_in_worker, job, request.timeout, progress)
+    except AccelbenchError as exc:  # said in one line; the other runs go on
+        return replace(row, error=str(exc))
+    result = called.value if called.status == "ok" else None
+    if not isinstance(result, Result):
+        result = replace(row, status=called.status, error=called.error or "no result came back")
+    if called.left_running:
+        result = replace(
+            result, metrics={**result.metrics, LEFT_RUNNING: list(called.left_running)}
+        )
+    return result
 
 
 def verify_devices(text: str) -> list[Device]:
@@ -497,20 +596,36 @@ def verify_loaded(
     on_result: Callable[[Result], Result] | None = None,
     on_epoch: Callable[[Device, str, int], None] | None = None,
 ) -> list[Result]:
-    """Train the loaded `workload` on every device and precision, the CPU fp32 baseline first;
-    judge each run as it lands and hand it to `on_result` (which stores it). All share one id
-    in `sweep`. `verify` is this from a request; the command calls it with its progress bar.
+    """Train the loaded `workload` on every device and precision in this process, the CPU
+    fp32 baseline first, judged as `verify_prepared` judges them. The model runs here: for
+    tests and workers; `verify` and the command train in workers.
 
-    `data` comes from `prepare`, which checks the input; it is called here when not given.
+    `data` comes from `digits_for`, which checks the input; it is called here when not given.
     """
-    data = data or digits_for(workload, settings)
+    loaded = data or digits_for(workload, settings)
+
+    def one(device: Device, precision: str, progress: Callable[[int], None] | None) -> Result:
+        return verify_one(workload, device, precision, loaded, settings, progress)
+
+    return _verify_each(runs_to_verify(devices, precisions), one, settings, on_result, on_epoch)
+
+
+def _verify_each(
+    runs: Sequence[tuple[Device, str]],
+    one: Callable[[Device, str, Callable[[int], None] | None], Result],
+    settings: Settings,
+    on_result: Callable[[Result], Result] | None,
+    on_epoch: Callable[[Device, str, int], None] | None,
+) -> list[Result]:
+    """Each run by `one`, the first (the baseline) first; each judged as it lands and handed
+    to `on_result` before the next starts. All share one id in `sweep`."""
     sweep = uuid.uuid4().hex[:12]
     results: list[Result] = []
     baseline: Result | None = None
-    for device, precision in runs_to_verify(devices, precisions):
-        progress = _epoch_callback(on_epoch, device, precision)
-        result = verify_one(workload, device, precision, data, settings, progress)
-        result = replace(result, sweep=sweep)
+    for device, precision in runs:
+        result = replace(
+            one(device, precision, _epoch_callback(on_epoch, device, precision)), sweep=sweep
+        )
         baseline = baseline or result
         result = judge_against_baseline(result, baseline, settings)
         results.append(on_result(result) if on_result else result)

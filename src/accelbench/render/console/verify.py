@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...analysis.facts import Verification
+from ...analysis.facts import LEFT_RUNNING, Verification
 from ...core.result import Result
 from .table import new_table, render_table
 
@@ -33,6 +33,7 @@ def verify_table(results: Sequence[Result], notes: Sequence[str] = (), width: in
         if r.status == "ok" and facts.loss_curve is not None:
             curve = " ".join(map(_loss, facts.loss_curve))
             curves.append(f"  {r.spec.device} {r.spec.precision}: {curve}")
+        said += _left_running(r)
         because = facts.inconclusive_because
         if because and f"INCONCLUSIVE: {because}" not in said:  # the same for every run
             said.append(f"INCONCLUSIVE: {because}")
@@ -54,6 +55,17 @@ def _verify_cells(r: Result, facts: Verification) -> list[str]:
         "baseline" if facts.is_baseline else _versus(facts),
         "—" if gap is None else f"{gap:.1%}",
         _verdict(r, facts),
+    ]
+
+
+def _left_running(r: Result) -> list[str]:
+    """What the run's worker left running (engine/reaper stopped it), said beside the table."""
+    left = [str(x) for x in r.metrics.get(LEFT_RUNNING) or ()]
+    if not left:
+        return []
+    return [
+        f"{r.spec.device} {r.spec.precision}: {len(left)} process(es) started in its worker "
+        f"outlived it ({', '.join(left[:3])}); they were stopped"
     ]
 
 
