@@ -372,3 +372,12 @@ def test_what_a_runs_worker_left_running_is_said_below_the_table():
         "sleep); they were stopped"
     ) in table
     assert "outlived" not in verify_table([BASELINE], width=300)
+
+
+def test_a_failed_look_for_what_a_worker_left_is_said_as_unknown_not_as_stopped():
+    unchecked = ["unchecked: OSError: [Errno 22] faked clock"]
+    run = _result("cpu", "bf16")
+    run = replace(run, metrics={**run.metrics, "left_running": unchecked})
+    table = verify_table([BASELINE, run], width=300)
+    assert "cpu bf16: whether its worker left processes running is unknown (OSError: " in table
+    assert "outlived" not in table
