@@ -82,7 +82,8 @@ def test_cli_export_json_and_bad_input(tmp_path):
     endless = run_cli("export", "mlp", "--out", str(tmp_path), "--timeout", "inf")
     assert endless.returncode == 2 and endless.stdout == ""
     assert endless.stderr == (
-        "accelbench: error: timeout must be a finite number of seconds above 0, not inf\n"
+        "accelbench export: error: argument --timeout: must be a number of seconds above 0 and "
+        "at most 604,800 (a week), got inf (see accelbench export --help)\n"
     )
 
 
