@@ -67,9 +67,9 @@ def test_a_bad_request_is_a_usage_error_before_anything_runs():
 @pytest.mark.parametrize(
     ("fields", "said"),
     [
-        ({"batch_size": 0}, "batch_size must be an integer of 1 or more, not 0"),
-        ({"warmup": -1}, "warmup must be an integer of 0 or more, not -1"),
-        ({"budget": 0}, "--budget must be a positive number of seconds, got 0"),
+        ({"batch_size": 0}, "batch_size must be a whole number from 1 to 1,000,000,000, not 0"),
+        ({"warmup": -1}, "warmup must be a whole number from 0 to 1,000,000,000, not -1"),
+        ({"budget": 0}, "--budget must be a number of seconds above 0 and at most 604,800"),
         ({"workload": "mlp"}, "workload takes a WorkloadRef, not 'mlp'"),
     ],
 )

@@ -15,6 +15,7 @@ it into that line on stderr and exit code 2; anything else reaching the user is 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "WorkloadError",
     "one_line",
     "require",
+    "torch_problem",
 ]
 
 # pyproject.toml's optional dependencies that bring a feature's packages (a test keeps them equal)
@@ -93,3 +95,30 @@ def one_line(exc: BaseException) -> str:
     """An exception as one line: its type and the first line of its message."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+# What every PyTorch has and accelbench reads as it loads; a folder named torch that shadows the
+# real one (on PYTHONPATH, or the working directory) has none of them
+_TORCH_PARTS = ("__version__", "Tensor", "float32", "version", "nn", "cuda", "Generator")
+
+
+def torch_problem() -> str | None:
+    """Why the torch this Python finds cannot be used, naming where it found it; None when it
+    can. Asked when a command fails unexpectedly, so that a shadowing or broken torch is said
+    in one line rather than as a traceback through accelbench's modules."""
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError) as exc:  # ValueError: a torch module without a spec
+        return f"torch cannot be found: {one_line(exc)}"
+    if spec is None:
+        return "torch is not installed: pip install torch"
+    where = spec.origin or ", ".join(spec.submodule_search_locations or ()) or "?"
+    hint = "(another folder named torch on PYTHONPATH or in the working directory?)"
+    try:
+        torch = importlib.import_module("torch")
+    except Exception as exc:
+        return f"the torch found at {where} does not import: {one_line(exc)} {hint}"
+    missing = [part for part in _TORCH_PARTS if not hasattr(torch, part)]
+    if missing:
+        return f"the torch found at {where} is not PyTorch: it has no torch.{missing[0]} {hint}"
+    return None

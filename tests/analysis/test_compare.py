@@ -1,6 +1,8 @@
 """Comparisons: intervals over processes with known answers, grouping, and the regression
 gate (tests/core/test_levels.py simulates their coverage)."""
 
+import csv
+import io
 import json
 from dataclasses import replace
 
@@ -381,3 +383,53 @@ def test_a_long_name_in_a_narrow_table_folds_and_is_never_cut():
     assert "…" not in table
     flat = "".join(line.split("│")[1].strip() for line in table.splitlines() if "│" in line)
     assert CNN.replace("/", "_") in flat and VIT.replace("/", "_") in flat
+
+
+def _partial(seconds, sweep="s1"):
+    """Two of three planned processes: a sweep killed (kill -9) before its third pass."""
+    full = _result(seconds, sweep=sweep)
+    m = full.measurement
+    return replace(
+        full,
+        measurement=Measurement(m.samples[:20], (), 1, ((10, 0),) * 2),
+        metrics=Rounds(passes=(1, 2), planned=3, complete=False).to_metrics(),
+    )
+
+
+def test_a_partial_side_has_no_interval_unless_asked_for():
+    kept = speedup(_partial(0.5), _result(1.0))
+    assert kept.no_interval.startswith("the candidate is partial, 2 of 3 planned processes")
+    assert not kept.significant and "no interval" in kept.text()
+    asked = speedup(_partial(0.5), _result(1.0), include_partial=True)
+    assert asked.significant and asked.method.startswith("paired: 2 processes")
+    (change,) = compare_runs([_result(1.0)], [_partial(2.0)], 0.05)
+    assert change.verdict == "undetermined" and not change.regression
+    (change,) = compare_runs([_result(1.0)], [_partial(2.0)], 0.05, include_partial=True)
+    assert change.regression
+
+
+def test_every_output_marks_a_partial_row(tmp_path):
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        store.save(_result(1.0))
+        half = _partial(0.5)
+        store.save(replace(half, spec=replace(half.spec, precision="bf16")))
+    shown = run_cli("results", "--db", str(db)).stdout
+    assert "(partial 2/3)" in shown and shown.count("partial") == 1
+    listed = json.loads(run_cli("results", "--json", "--db", str(db)).stdout)
+    marked = [(r["partial"], r.get("planned_processes")) for r in listed]
+    assert marked == [(True, 3), (False, None)]
+    csv_file = tmp_path / "r.csv"
+    run_cli("results", "export", "--out", str(csv_file), "--db", str(db))
+    rows = list(csv.DictReader(io.StringIO(csv_file.read_text())))
+    marked = [(row["partial"], row["planned_processes"]) for row in rows]
+    assert marked == [("False", "3"), ("True", "3")]  # oldest first, as an export is
+    report = run_cli("report", "--format", "markdown", "--db", str(db)).stdout
+    assert "(partial 2/3)" in report
+    page = tmp_path / "r.html"
+    assert run_cli("report", "--out", str(page), "--db", str(db)).returncode == 0
+    assert "(partial 2/3)" in page.read_text()
+    compared = run_cli("compare", "--by", "precision", "--db", str(db))
+    assert "is partial, 2 of 3 planned processes" in compared.stdout, compared.stdout
+    included = run_cli("compare", "--by", "precision", "--include-partial", "--db", str(db))
+    assert "is partial" not in included.stdout and "[" in included.stdout

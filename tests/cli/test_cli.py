@@ -120,7 +120,14 @@ BAD_RUNS = {
     "zero batch": (["run", "--batch-sizes", "8,0"], "argument --batch-sizes: must be 1 or more"),
     "unknown compile mode": (["run", "--compile", "fast"], "invalid value 'fast'; valid: off,"),
     "unknown mode": (["run", "--modes", "eval"], "invalid value 'eval'; valid: train, infer"),
-    "bad max-time": (["run", "--max-time", "-3"], "argument --max-time: must be more than 0"),
+    "bad max-time": (
+        ["run", "--max-time", "-3"],
+        "argument --max-time: must be a number of seconds above 0 and at most 604,800",
+    ),
+    "infinite max-time": (
+        ["run", "--max-time", "inf"],
+        "argument --max-time: must be a number of seconds above 0 and at most 604,800",
+    ),
     "max-batch with batch sizes": (
         ["run", "--max-batch", "--batch-sizes", "8"],
         "--max-batch searches the batch size itself; drop --batch-sizes",

@@ -1,12 +1,14 @@
 """The options the commands share: value types and typed requests built from the options."""
 
 import argparse
+import math
 from dataclasses import dataclass
 
 import pytest
 
 from accelbench.cli.main import build_parser
 from accelbench.cli.options import fraction, from_args, points, positive, seconds, share
+from accelbench.core.limits import MOST_COUNT, MOST_SECONDS
 from accelbench.store.db import Filters
 
 
@@ -32,7 +34,7 @@ def test_the_result_filters_come_from_the_filter_options():
     ("parse", "text", "message"),
     [
         (seconds, "soon", "'soon' is not a number of seconds"),
-        (seconds, "0", "must be more than 0 seconds"),
+        (seconds, "0", "must be a number of seconds above 0"),
         (positive, "x", "'x' is not a number"),
         (fraction, "5x%", "'5x%' is not a percentage like 5%"),
         (share, "1.5", "must be from 0% to 100%"),
@@ -47,3 +49,35 @@ def test_a_bad_value_is_named_in_one_line(parse, text, message):
 def test_percentages_and_points_read_with_or_without_their_sign():
     assert fraction("5%") == fraction("0.05") == 0.05
     assert points("2%") == points("2") == 2.0
+
+
+def _numeric_options():
+    """Every option of every command whose value is parsed by a type of accelbench's own (the
+    levers' options included), with its command."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in commands.choices.items():
+        for action in command._actions:
+            if action.type is not None and action.dest != "db":
+                yield pytest.param(action.type, id=f"{name} {action.option_strings[0]}")
+
+
+@pytest.mark.parametrize("parse", list(_numeric_options()))
+@pytest.mark.parametrize("text", ["inf", "-inf", "nan", "1e400", "10000000001"])
+def test_no_option_takes_a_number_without_bounds(parse, text):
+    """A value is refused in one line, or it is finite and no count passes MOST_COUNT."""
+    try:
+        parsed = parse(text)
+    except (argparse.ArgumentTypeError, ValueError):
+        return
+    for value in parsed if isinstance(parsed, tuple) else (parsed,):
+        if isinstance(value, (int, float)):
+            assert math.isfinite(value), f"{text} parsed as {value}"
+            assert not isinstance(value, int) or value <= MOST_COUNT
+
+
+@pytest.mark.parametrize("text", ["inf", "1e400", "604801", "1e10"])
+def test_seconds_end_within_a_week_and_the_refusal_names_the_range(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="above 0 and at most 604,800"):
+        seconds(text)
+    assert seconds("604800") == MOST_SECONDS

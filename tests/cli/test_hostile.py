@@ -301,3 +301,38 @@ def test_reading_commands_never_write_an_empty_or_older_database(tmp_path):
     with Store(old, create=False) as store:  # read through a migrated copy in memory
         assert store.results() == []
     assert digest(old) == before
+
+
+# --- a hostile environment ----------------------------------------------------------------
+
+FAKE_TORCHES = {
+    "raises": ("raise ImportError('not this one')\n", "does not import: ImportError: not this"),
+    "hollow": ("answer = 42\n", "is not PyTorch: it has no torch.__version__"),
+}
+
+
+@pytest.mark.parametrize("fake", sorted(FAKE_TORCHES))
+@pytest.mark.parametrize("command", [["devices"], ["run", "mlp", "--epochs", "2", "--db", "r.db"]])
+def test_a_torch_that_shadows_the_real_one_is_named_in_one_line(tmp_path, fake, command):
+    code, said = FAKE_TORCHES[fake]
+    (tmp_path / "shadow" / "torch").mkdir(parents=True)
+    (tmp_path / "shadow" / "torch" / "__init__.py").write_text(code)
+    path = os.pathsep.join([str(tmp_path / "shadow"), os.environ.get("PYTHONPATH", "")])
+    out = run_cli(*command, env={"PYTHONPATH": path}, cwd=tmp_path)
+    assert out.returncode == 2 and len(out.stderr.splitlines()) == 1, out.stderr
+    assert f"the torch found at {tmp_path / 'shadow' / 'torch'}" in out.stderr
+    assert said in out.stderr
+
+
+def test_an_ascii_only_stdout_gets_ascii_tables_and_escapes(tmp_path):
+    """`PYTHONIOENCODING=ascii` (or a C locale): box drawing and non-ASCII names cannot be
+    written; the tables fall back to ASCII borders, lined up, with the names escaped."""
+    name = "modèle→"
+    db = _store_with(tmp_path / "u.db", _hostile(spec=RunSpec(name, "cpu", 4, 2)))
+    for args in (["results"], ["compare"], ["report", "--format", "markdown"]):
+        out = run_cli(*args, "--db", str(db), env={"PYTHONIOENCODING": "ascii"})
+        assert out.returncode == 0 and not out.stderr, out.stderr
+        assert out.stdout.isascii() and r"mod\xe8le\u2192" in out.stdout
+    table = run_cli("results", "--db", str(db), env={"PYTHONIOENCODING": "ascii"}).stdout
+    lines = [line for line in table.splitlines() if line[:1] in "+|"]
+    assert len(lines) >= 4 and len({len(line) for line in lines}) == 1, table

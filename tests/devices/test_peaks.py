@@ -214,8 +214,9 @@ def test_calibrate_is_a_function_returning_what_the_command_renders(tmp_path) ->
     [
         ({"precisions": ("int8",)}, "cannot calibrate precision 'int8'; valid: fp32, tf32"),
         ({"precisions": ()}, "cannot calibrate precision none; valid: fp32, tf32"),
-        ({"size": 0}, "size must be a positive integer, not 0"),
-        ({"repeats": True}, "repeats must be a positive integer, not True"),
+        ({"size": 0}, "size must be a whole number from 1 to 1,000,000,000, not 0"),
+        ({"size": 10**12}, "size must be a whole number from 1 to 1,000,000,000, not 10"),
+        ({"repeats": True}, "repeats must be a whole number from 1 to 1,000,000,000, not True"),
     ],
 )
 def test_a_calibrate_request_checks_itself_as_it_is_made(fields, said) -> None:

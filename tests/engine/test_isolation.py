@@ -188,8 +188,8 @@ def _survivors(mark: str, within: float = 10.0) -> list[int]:
 @ON_LINUX
 @pytest.mark.parametrize(
     "sent, forward_s",
-    [(signal.SIGTERM, 600), (signal.SIGKILL, 600), (signal.SIGKILL, 0.01)],
-    ids=["term-hanging", "kill-hanging", "kill-stepping"],
+    [(signal.SIGTERM, 600), (signal.SIGHUP, 600), (signal.SIGKILL, 600), (signal.SIGKILL, 0.01)],
+    ids=["term-hanging", "hup-hanging", "kill-hanging", "kill-stepping"],
 )
 def test_a_terminated_or_killed_cli_leaves_no_process_behind(tmp_path, sent, forward_s):
     mark = f"ACCELBENCH_TEST_MARK_{uuid.uuid4().hex}"
@@ -220,6 +220,8 @@ def test_a_terminated_or_killed_cli_leaves_no_process_behind(tmp_path, sent, for
     assert "Traceback" not in stderr, stderr
     if sent == signal.SIGTERM:
         assert code == 143 and "terminated; results already stored are kept" in stderr
+    if sent == signal.SIGHUP:  # the terminal closed: said as SIGTERM is
+        assert code == 129 and "hung up (SIGHUP); results already stored are kept" in stderr
 
 
 def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
@@ -384,3 +386,17 @@ def test_a_wall_clock_that_jumps_does_not_move_a_workers_start(monkeypatch):
     )  # fmt: skip
     assert result.status == "ok", result.error
     assert 0 <= result.facts.get(Overhead).start_s < 60
+
+
+def test_a_hang_up_ignored_when_the_command_starts_stays_ignored():
+    """`nohup accelbench run ...` asks that closing the terminal not end the run."""
+    from accelbench.cli.main import _sigterm_raises
+
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with _sigterm_raises():
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_IGN, signal.SIG_DFL)
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)

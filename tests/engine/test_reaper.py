@@ -96,3 +96,46 @@ def test_what_the_models_code_starts_ends_with_its_configuration(tmp_path):
     assert stopped and all(text.startswith("pid ") for text in stopped)
     assert any("outlived it" in c["text"] for c in result["caveats"])
     assert os.getsid(0) not in {os.getsid(p) for p in started if _alive(p)}
+
+
+FAKED_SLEEP = textwrap.dedent(
+    """
+    import time
+
+
+    def _sleep(seconds):  # a time-faking library's sleep, as the red-team's battery saw one
+        raise OSError(22, "Invalid argument (faked clock)")
+
+
+    time.sleep = _sleep
+    """
+)
+
+
+def test_a_failed_look_for_what_the_worker_left_is_said_not_raised(monkeypatch):
+    from accelbench.engine import reaper
+
+    def fail(seconds: float) -> None:
+        raise OSError(22, "faked clock")
+
+    monkeypatch.setattr(reaper.time, "sleep", fail)
+    with reaper.Reaper() as watching:
+        pass
+    assert watching.stopped == ["unchecked: OSError: [Errno 22] faked clock"]
+
+
+def test_a_measurement_outlives_a_clean_up_that_fails(tmp_path):
+    """Everything after the samples may fail (here the reaper's sleep): the configuration just
+    measured is stored, the failure a caveat, and the command exits 0."""
+    (tmp_path / "faked").mkdir()
+    (tmp_path / "faked" / "sitecustomize.py").write_text(FAKED_SLEEP)
+    path = os.pathsep.join([str(tmp_path / "faked"), os.environ.get("PYTHONPATH", "")])
+    db = tmp_path / "r.db"
+    args = ["mlp", "--epochs", "4", "--rounds", "1", "--no-verdict", "--db", str(db)]
+    out = run_cli("run", *args, env={"PYTHONPATH": path})
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    stored = json.loads(run_cli("results", "--json", "--db", str(db)).stdout)
+    assert [r["status"] for r in stored] == ["ok"]
+    caveats = " ".join(c["text"] for c in stored[0]["caveats"])
+    assert "whether the worker left processes running is unknown" in caveats
+    assert "faked clock" in caveats

@@ -82,7 +82,8 @@ def test_cli_export_json_and_bad_input(tmp_path):
     endless = run_cli("export", "mlp", "--out", str(tmp_path), "--timeout", "inf")
     assert endless.returncode == 2 and endless.stdout == ""
     assert endless.stderr == (
-        "accelbench: error: timeout must be a finite number of seconds above 0, not inf\n"
+        "accelbench export: error: argument --timeout: must be a number of seconds above 0 and "
+        "at most 604,800 (a week), got inf (see accelbench export --help)\n"
     )
 
 
@@ -148,3 +149,13 @@ def test_seed_001_models_export_to_onnx_and_convert_to_coreml(tmp_path, name):
     assert onnx_report.validation["ok"] is True, onnx_report.validation
     assert coreml_report.facts["ops"] > 100
     assert len(coreml_report.facts["inputs"]) == 1 and len(coreml_report.facts["outputs"]) == 1
+
+
+def test_an_example_batch_too_large_for_memory_is_one_line(tmp_path):
+    """4e16 bytes: no machine's allocator gives that, and none overcommits it."""
+    workload = get_workload("mlp")
+    workload.input_shape = (10**7,)
+    with pytest.raises(UsageError, match="out of memory exporting mlp with an example batch of "
+                       "1,000,000,000: try a smaller --batch"):  # fmt: skip
+        export_model(workload, ["onnx"], tmp_path, EXPORTERS, batch=10**9)
+    assert list(tmp_path.iterdir()) == []

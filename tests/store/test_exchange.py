@@ -82,6 +82,24 @@ BAD_FILES = {
         lambda p: _broken(p, lambda d: d.update(version=99)),
         "is export version 99, newer than this accelbench reads",
     ),
+    "no version yet": (
+        lambda p: _broken(p, lambda d: d.update(version=-1)),
+        "is export version -1, which no accelbench writes; accelbench exports are versions 1 to",
+    ),
+    # true would read as version 1, and its lever fields be replaced by version 1's defaults
+    "boolean version": (
+        lambda p: _broken(p, lambda d: d.update(version=True)),
+        'has "version": true, not a whole number; accelbench exports are versions 1 to',
+    ),
+    "text version": (
+        lambda p: _broken(p, lambda d: d.update(version="4")),
+        'has "version": "4", not a whole number',
+    ),
+    "unknown field": (
+        lambda p: _broken(p, lambda d: d["results"][1].update(note="kept?", colour=1)),
+        "result 2 of 2 is damaged: it has fields accelbench results do not have ('colour', "
+        "'note'), which importing would drop",
+    ),
     "missing field": (
         lambda p: _broken(p, lambda d: d["results"][1].pop("spec")),
         "result 2 of 2 is damaged: missing 'spec'",

@@ -1,7 +1,10 @@
 """The library plans as the CLI does: `accelbench.benchmark`, the typed requests that `run` and
 `optimize` build, and the levers' values handed to the sweep."""
 
+import json
+import os
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from accelbench.levers import all_levers, find_lever
 from accelbench.workflows.benchmark import BenchmarkRequest, plan
 from accelbench.workflows.optimize_plan import OptimizeRequest, plan_ladder
 from accelbench.workloads import WorkloadRef
+from tests.conftest import run_cli
 
 WORKFLOWS = Path(accelbench.__file__).parent / "workflows"
 
@@ -79,11 +83,16 @@ def test_benchmark_refuses_unknown_words_before_running(options, message):
             {"levers": {"warp": (1,)}},
             "unknown lever 'warp'; valid: precision, channels_last, attention, kv_cache, compile,",
         ),
-        ({"batch_sizes": (8, 0)}, "batch_sizes must be positive integers, not 0"),
-        ({"new_tokens": (True,)}, "new_tokens must be positive integers, not True"),
-        ({"epochs": 0}, "epochs must be 1 or more, not 0"),
-        ({"warmup": -1}, "warmup must be 0 or more, not -1"),
-        ({"timeout": 0}, "timeout must be a positive number of seconds, not 0"),
+        ({"batch_sizes": (8, 0)}, "batch_sizes must be a whole number from 1 to 1,000,000,000"),
+        ({"new_tokens": (True,)}, "new_tokens must be a whole number from 1 to 1,000,000,000"),
+        ({"epochs": 0}, "epochs must be a whole number from 1 to 1,000,000,000, not 0"),
+        ({"rounds": 10**10}, "rounds must be a whole number from 1 to 1,000,000,000, not 1000"),
+        ({"warmup": -1}, "warmup must be a whole number from 0 to 1,000,000,000, not -1"),
+        ({"timeout": 0}, "timeout must be a number of seconds above 0 and at most 604,800"),
+        ({"max_time": float("inf")}, "max_time must be a number of seconds above 0 and at most"),
+        ({"max_time": float("nan")}, "max_time must be a number of seconds above 0 and at most"),
+        ({"timeout": 10**6}, "timeout must be a number of seconds above 0 and at most 604,800"),
+        ({"timeout": True}, "timeout must be a number of seconds above 0 and at most 604,800"),
         ({"rounds": 2, "max_rounds": 4}, "--rounds 2 fixes the count; --max-rounds 4 caps"),
         ({"max_batch": True, "batch_sizes": (8,)}, "--max-batch searches the batch size"),
         ({"nodes": 2}, "--nnodes above 1 needs --rdzv-endpoint HOST:PORT"),
@@ -149,3 +158,33 @@ def test_no_workflow_takes_parsed_command_line_options():
     for path in WORKFLOWS.glob("*.py"):
         text = path.read_text()
         assert "argparse" not in text and "from ..cli" not in text, path.name
+
+
+BROKEN_ANALYSIS = textwrap.dedent(
+    """
+    from accelbench.analysis.metrics import Analyzer
+
+
+    def _fail(self, *args, **kwargs):
+        raise RuntimeError("the analysis broke")
+
+
+    Analyzer.__call__ = _fail
+    """
+)
+
+
+def test_a_measurement_whose_analysis_fails_is_stored_with_a_caveat(tmp_path):
+    """Store first: what fails after the samples (here the analysis in the command) is said
+    with the result, never a lost configuration and a traceback."""
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "sitecustomize.py").write_text(BROKEN_ANALYSIS)
+    path = os.pathsep.join([str(tmp_path / "broken"), os.environ.get("PYTHONPATH", "")])
+    db = tmp_path / "r.db"
+    args = ["mlp", "--epochs", "4", "--rounds", "1", "--no-verdict", "--db", str(db)]
+    out = run_cli("run", *args, env={"PYTHONPATH": path})
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    stored = json.loads(run_cli("results", "--json", "--db", str(db)).stdout)
+    assert [r["status"] for r in stored] == ["ok"] and len(stored[0]["samples_s"]) == 4
+    caveats = " ".join(c["text"] for c in stored[0]["caveats"])
+    assert "the analysis after the measurement failed (RuntimeError: the analysis broke)" in caveats

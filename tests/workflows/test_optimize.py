@@ -2,6 +2,7 @@
 test_search.py)."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from accelbench.core.result import Result
 from accelbench.core.stats import Measurement
 from accelbench.devices import resolve_devices
 from accelbench.engine.runner import make_spec
+from accelbench.errors import UsageError
 from accelbench.levers import ladder_groups, spec_with
 from accelbench.workflows.optimize import (
     Rung,
@@ -176,3 +178,35 @@ def test_a_lever_that_breaks_the_model_does_not_apply_and_the_exit_code_stays_0(
         "channels_last inputs: view size"
     ) in said
     assert "no lever paid alone" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"budget": float("inf")}, "--budget must be a number of seconds above 0 and at most"),
+        ({"max_time": float("nan")}, "--max-time must be a number of seconds above 0 and at"),
+        ({"timeout": 10**7}, "--timeout must be a number of seconds above 0 and at most 604,800"),
+        ({"epochs": 10**10}, "epochs must be a whole number from 1 to 1,000,000,000"),
+        ({"warmup": 1.5}, "warmup must be a whole number from 0 to 1,000,000,000, not 1.5"),
+        ({"tolerance": "loose"}, "tolerance takes a Tolerance, not 'loose'"),
+    ],
+)
+def test_an_optimize_request_refuses_numbers_out_of_their_range(fields, said):
+    from accelbench import OptimizeRequest, WorkloadRef
+
+    with pytest.raises(UsageError, match=re.escape(said)):
+        OptimizeRequest(workload=WorkloadRef("mlp"), **fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"max_rel_error": float("nan")}, "max_rel_error must be a finite number above 0"),
+        ({"max_spread_error": float("inf")}, "max_spread_error must be a finite number above 0"),
+        ({"min_top1": 1.5}, "min_top1 must be a share from 0 to 1, not 1.5"),
+        ({"min_decisive": 0}, "min_decisive must be a whole number from 1"),
+    ],
+)
+def test_a_tolerance_refuses_bounds_that_would_pass_every_variant(fields, said):
+    with pytest.raises(UsageError, match=re.escape(said)):
+        Tolerance(**fields)

@@ -296,8 +296,8 @@ def test_cli_verify_flags_a_precision_that_breaks_training(models, tmp_path):
         (["seed-cnn", "--tolerance", "abc"], "'abc' is not a number of percentage points"),
         (["seed-cnn", "--loss-tolerance", "much"], "'much' is not a percentage"),
         (["seed-cnn", "--devices", "tpu"], "unknown device 'tpu'"),
-        (["seed-cnn", "--timeout", "inf"], "timeout must be a finite number of seconds above 0"),
-        (["seed-cnn", "--timeout", "0"], "must be more than 0 seconds, got 0"),
+        (["seed-cnn", "--timeout", "inf"], "must be a number of seconds above 0 and at most"),
+        (["seed-cnn", "--timeout", "0"], "must be a number of seconds above 0 and at most 604,800"),
         (["mlp"], "verify needs a classifier: mlp has no classes"),
         ([], "name one workload, or give --model"),
     ],
@@ -372,3 +372,12 @@ def test_what_a_runs_worker_left_running_is_said_below_the_table():
         "sleep); they were stopped"
     ) in table
     assert "outlived" not in verify_table([BASELINE], width=300)
+
+
+def test_a_failed_look_for_what_a_worker_left_is_said_as_unknown_not_as_stopped():
+    unchecked = ["unchecked: OSError: [Errno 22] faked clock"]
+    run = _result("cpu", "bf16")
+    run = replace(run, metrics={**run.metrics, "left_running": unchecked})
+    table = verify_table([BASELINE, run], width=300)
+    assert "cpu bf16: whether its worker left processes running is unknown (OSError: " in table
+    assert "outlived" not in table

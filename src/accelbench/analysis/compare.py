@@ -26,7 +26,7 @@ from ..core.levels import MIN_PROCESSES, log_interval, t_quantile
 from ..core.result import DEFAULT_BACKEND, Result, RunSpec, machine_of
 from ..core.vocab import DEFAULT_MODE
 from ..devices.kinds import BASELINE_DEVICE
-from .facts import Rounds, Verification
+from .facts import Rounds, Verification, partial
 
 __all__ = [
     "BASE_DIMENSIONS",
@@ -85,15 +85,24 @@ def _process_rates(result: Result) -> list[float]:
     return [p.rate.median * result.samples_per_block for p in m.per_process]
 
 
-def speedup(candidate: Result, baseline: Result, spread_from: Result | None = None) -> Speedup:
+def speedup(
+    candidate: Result,
+    baseline: Result,
+    spread_from: Result | None = None,
+    include_partial: bool = False,
+) -> Speedup:
     """Candidate over baseline, with a 95% interval over their processes: paired pass by pass
-    where they ran side by side, else unpaired; none, saying why, with too few.
+    where they ran side by side, else unpaired; none, saying why, with too few, or with a side
+    measured in fewer processes than planned unless `include_partial` (analysis/facts.partial).
 
     `spread_from` (optimize's fp32 eager, measured in several processes) lends its spread
     between processes to a side measured in one: the same model on the same host is taken to
     vary from process to process as much (`_pooled`)."""
     a, b = _process_rates(candidate), _process_rates(baseline)
     center = _geometric_mean(a) / _geometric_mean(b)
+    unfinished = _partial(candidate, baseline, include_partial)
+    if unfinished:
+        return Speedup(center, 0.0, float("inf"), unfinished)
     missing = _too_few(candidate, baseline)
     if missing and spread_from is not None and not _too_few(spread_from, spread_from):
         return _pooled(candidate, baseline, spread_from, center)
@@ -139,6 +148,19 @@ def _too_few(candidate: Result, baseline: Result) -> str:
             )
         if len(m.samples) < MIN_SAMPLES:
             return f"{name} has {len(m.samples)} timed samples: too few (needs {MIN_SAMPLES})"
+    return ""
+
+
+def _partial(candidate: Result, baseline: Result, included: bool) -> str:
+    """Which side was measured in fewer processes than planned, unless `included`, or ""."""
+    for side, r in (("candidate", candidate), ("baseline", baseline)):
+        found = None if included else partial(r)
+        if found:
+            name = f"#{r.id}" if r.id is not None else f"the {side}"
+            return (
+                f"{name} is partial, {found[0]} of {found[1]} planned processes (--resume "
+                "completes it; --include-partial compares it as it is)"
+            )
     return ""
 
 
@@ -225,10 +247,12 @@ def compare(
     by: Dimension,
     baseline_value: str | None = None,
     within_sweep: bool = False,
+    include_partial: bool = False,
 ) -> Comparison:
     """Group results that differ only in `by`; compare each with its group's baseline. With
     `within_sweep`, a result is compared only with results of its own sweep (measured side by
-    side), and a configuration measured in several sweeps has a row for each."""
+    side), and a configuration measured in several sweeps has a row for each. A partial
+    result (analysis/facts.partial) gets no interval unless `include_partial`."""
     value_of = _value_reader(results, by)
     groups: dict[tuple[RunSpec, str], dict[str, Result]] = {}
     for r in results:  # newest first: the first result of a configuration wins
@@ -243,7 +267,9 @@ def compare(
         base_value = _pick_baseline(members, wanted)
         base = members.get(base_value) if base_value else None
         for value, r in sorted(members.items(), key=_sort_key(wanted)):
-            ratio = speedup(r, base) if base is not None and r is not base else None
+            ratio = None
+            if base is not None and r is not base:
+                ratio = speedup(r, base, include_partial=include_partial)
             rows.append(Row(group, value, r, base, ratio))
     return Comparison(by.name, tuple(rows), wanted)
 
@@ -343,12 +369,16 @@ class Change:
 
 
 def compare_runs(
-    baseline: Sequence[Result], candidate: Sequence[Result], threshold: float
+    baseline: Sequence[Result],
+    candidate: Sequence[Result],
+    threshold: float,
+    include_partial: bool = False,
 ) -> list[Change]:
     """Match configurations between two runs. A regression is a significant slowdown of more
     than `threshold` (0.05 for 5%), or a failure where the baseline succeeded; ok needs an
     interval that rules out a slowdown past the threshold; anything else (too few processes
-    or samples, an interval too wide) is undetermined, never a pass."""
+    or samples, an interval too wide, or a partial side unless `include_partial`) is
+    undetermined, never a pass."""
     before = {r.spec: r for r in reversed(baseline) if r.measurement}  # newest wins
     changes = []
     for r in candidate:
@@ -358,7 +388,7 @@ def compare_runs(
         if r.measurement is None:
             changes.append(Change(r.spec, base, r, None, True, threshold))
             continue
-        ratio = speedup(r, base)
+        ratio = speedup(r, base, include_partial=include_partial)
         regression = ratio.ratio < 1 - threshold and ratio.high < 1.0
         changes.append(Change(r.spec, base, r, ratio, regression, threshold))
     return changes

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core.facts import Fact, fact, scalar, stored
+from ..core.result import Result
 
 PROBE = "probe"
 DRIFT = "drift"
@@ -88,6 +89,22 @@ class Rounds(Fact):
     reason: str = ""  # why `planned` is what it is
     failed: tuple[str, ...] = ()  # "process 3: timeout: ...": processes that gave no samples
     policy: str = ""  # "3 fixed", "adaptive, 3 to 8"
+
+
+def partial(result: Result) -> tuple[int, int] | None:
+    """(measured, planned): the processes of a result measured in fewer than its plan gives it
+    (its sweep was interrupted, or is still running; `--resume` completes it); None for any
+    other result. Every output marks such a row, and compare leaves it out of significance."""
+    rounds, m = result.facts.get(Rounds), result.measurement
+    if rounds is None or m is None or rounds.complete or m.processes >= rounds.planned:
+        return None
+    return m.processes, rounds.planned
+
+
+def partial_mark(result: Result) -> str:
+    """What a table adds to a partial result's figure (" (partial 1/2)"), else ""."""
+    found = partial(result)
+    return f" (partial {found[0]}/{found[1]})" if found else ""
 
 
 # A position is decisive when fp32's top token leads the second by more than this many times
@@ -318,8 +335,10 @@ class Verification(Fact):
 
 
 # Processes the model's code left running once its worker had ended, stopped by engine/reaper
-# ("pid 4242 python3"), over every process of the configuration.
+# ("pid 4242 python3"), over every process of the configuration; an entry beginning UNCHECKED
+# says why the look for them failed, so that whether any were left is unknown.
 LEFT_RUNNING = "left_running"
+UNCHECKED = "unchecked: "
 LEFT = scalar(LEFT_RUNNING, tuple[str, ...], ())
 
 

@@ -22,7 +22,7 @@ from ..core.facts import Fact, fact
 from ..core.result import Result
 from ..core.stats import NOISY_CI_FRACTION
 from ..devices.state import MachineState
-from .facts import LEFT_RUNNING, OPTIMIZE_POLICY, Rounds
+from .facts import LEFT_RUNNING, OPTIMIZE_POLICY, UNCHECKED, Rounds
 
 __all__ = ["Caveat", "Trust", "assess", "machine_caveats", "trust_of", "with_trust"]
 
@@ -258,10 +258,21 @@ def _left_running(result: Result) -> list[Caveat]:
     """Processes started in the worker that outlived it (engine/reaper): the model's code, or
     a library it or a lever called (torch.compile's compile workers, on the H200, used a core
     while the samples ran)."""
-    left = [str(x) for x in result.metrics.get(LEFT_RUNNING) or ()]
+    entries = [str(x) for x in result.metrics.get(LEFT_RUNNING) or ()]
+    left = [entry for entry in entries if not entry.startswith(UNCHECKED)]
+    unchecked = [entry.removeprefix(UNCHECKED) for entry in entries if entry not in left]
+    out = []
+    if unchecked:
+        out.append(
+            Caveat(
+                "left running",
+                "whether the worker left processes running is unknown: the look for them "
+                f"after it ended failed ({unchecked[0]}); the measurement stands",
+            )
+        )
     if not left:
-        return []
-    return [
+        return out
+    return out + [
         Caveat(
             "left running",
             f"{len(left)} process(es) started in the worker (by the model's code or a library "

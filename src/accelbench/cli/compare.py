@@ -96,6 +96,13 @@ def _add_gate_options(compare: argparse.ArgumentParser) -> None:
         metavar="PCT",
         help="a slowdown past this is a regression (default: 5%%)",
     )
+    compare.add_argument(
+        "--include-partial",
+        action="store_true",
+        help="compare results measured in fewer processes than planned (an interrupted sweep, "
+        "marked partial) as they are; by default they get no interval, so nothing about them "
+        "is called significant or a regression (`run --resume` completes them)",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -136,16 +143,19 @@ def _comparison(args: argparse.Namespace, results: list[Result]) -> tuple[Compar
     from ..analysis.compare import compare
     from ..levers import CONFIGURATION, dimensions
 
+    partial = args.include_partial
     if args.by is not None:
-        return compare(results, dimensions()[args.by], args.baseline_value), ""
-    by_device = compare(results, dimensions()["device"], args.baseline_value)
+        by = dimensions()[args.by]
+        return compare(results, by, args.baseline_value, include_partial=partial), ""
+    device = dimensions()["device"]
+    by_device = compare(results, device, args.baseline_value, include_partial=partial)
     if args.baseline_value is not None or any(row.speedup for row in by_device.rows):
         return by_device, ""
     why = (
         "no configuration here ran on two devices, so each is against the fastest of its "
         "workload and mode on its device"
     )
-    return compare(results, CONFIGURATION), why
+    return compare(results, CONFIGURATION, include_partial=partial), why
 
 
 def _regressions(args: argparse.Namespace, store: Store) -> int:
@@ -155,7 +165,7 @@ def _regressions(args: argparse.Namespace, store: Store) -> int:
     from ..render.console import changes_table
 
     base, cand = (_run(store, ref) for ref in (args.baseline, args.candidate))
-    changes = compare_runs(base, cand, args.threshold)
+    changes = compare_runs(base, cand, args.threshold, args.include_partial)
     if not changes:  # a gate that compared nothing has not passed
         raise UsageError(
             f"no configuration of the baseline run {args.baseline} is in the candidate run "

@@ -3,8 +3,9 @@ exit codes.
 
 Only argparse and torch-free modules load at import time, so `accelbench --help` is instant;
 each handler imports what it needs. An AccelbenchError becomes one line on stderr and exit 2.
-Ctrl-C (exit 130) and SIGTERM (exit 143) end the running worker's process group on the way out
-and keep what is stored; a reader that closes the pipe (`| head`) ends the command quietly.
+Ctrl-C (exit 130), SIGTERM (exit 143) and SIGHUP (exit 129, the terminal closed) end the running
+worker's process group on the way out and keep what is stored; a reader that closes the pipe
+(`| head`) ends the command quietly.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from types import FrameType
 from typing import Any
 
 from ..core.version import __version__
-from ..errors import AccelbenchError
+from ..errors import AccelbenchError, torch_problem
 from . import (
     calibrate,
     compare,
@@ -36,9 +37,10 @@ from . import (
 )
 from .output import OutputClosed, guarded_stdout
 
-# As a shell reports a command that a signal ended: 128 + SIGTERM, 128 + SIGPIPE.
-EXIT_TERMINATED = 143
+# As a shell reports a command that a signal ended: 128 + SIGPIPE (and 128 + SIGTERM...).
 EXIT_CLOSED_PIPE = 141
+# The signals that end a run as Ctrl-C does, with what the command says on the way out
+ENDING_SIGNALS = {signal.SIGTERM: "terminated", signal.SIGHUP: "hung up (SIGHUP)"}
 # In the order `accelbench --help` lists them; each adds its subparser(s) and their handlers.
 COMMANDS = (
     run,
@@ -77,9 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class Terminated(BaseException):
-    """SIGTERM, raised in the main thread wherever it is, so that the clean-up Ctrl-C gets runs
-    too (the worker's process group ended, the database closed). Not an Exception: code that
-    turns failures into results must not catch it."""
+    """SIGTERM or SIGHUP, raised in the main thread wherever it is, so that the clean-up Ctrl-C
+    gets runs too (the worker's process group ended, the database closed). Not an Exception:
+    code that turns failures into results must not catch it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -101,13 +107,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("accelbench: interrupted; results already stored are kept", file=sys.stderr)
         return 130
-    except Terminated:
-        print("accelbench: terminated; results already stored are kept", file=sys.stderr)
-        return EXIT_TERMINATED
+    except Terminated as ended:
+        said = ENDING_SIGNALS[signal.Signals(ended.signum)]
+        with contextlib.suppress(OSError):  # after a hang-up, stderr may have no reader
+            print(f"accelbench: {said}; results already stored are kept", file=sys.stderr)
+        return 128 + ended.signum
     except BrokenPipeError:
         # The reader stopped reading (`results --json | head`): there is no one to tell.
         _quiet_stdout()
         return EXIT_CLOSED_PIPE
+    except Exception:
+        # A torch that shadows the real one, or is broken, fails wherever it is first used
+        problem = torch_problem()
+        if problem is None:
+            raise  # not the environment's: a bug, shown whole
+        print(f"accelbench: error: {problem}", file=sys.stderr)
+        return 2
 
 
 def _quiet_stdout() -> None:
@@ -120,20 +135,27 @@ def _quiet_stdout() -> None:
 
 @contextlib.contextmanager
 def _sigterm_raises() -> Iterator[None]:
-    """SIGTERM raises Terminated for the duration (signals reach the main thread only)."""
+    """SIGTERM and SIGHUP raise Terminated for the duration (signals reach the main thread
+    only). One ignored when the command starts stays ignored: `nohup` asks that of SIGHUP."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    previous = {signum: signal.getsignal(signum) for signum in ENDING_SIGNALS}
+    for signum, handler in previous.items():
+        if handler != signal.SIG_IGN:
+            signal.signal(signum, _terminate)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            if handler is not None:  # None: a handler not set from Python, left as it is
+                signal.signal(signum, handler)
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the clean-up short
-    raise Terminated
+    for ending in ENDING_SIGNALS:  # a second one must not cut the clean-up short
+        signal.signal(ending, signal.SIG_IGN)
+    raise Terminated(signum)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias, TypeVar
 
+from ..core.limits import MOST_COUNT as MOST
+from ..core.limits import seconds_problem
 from ..core.modes import all_modes, mode_names
 from ..core.vocab import PRECISIONS, STATUSES
 from ..errors import UsageError
@@ -43,7 +45,6 @@ __all__ = [
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 T = TypeVar("T")
-MOST = 10**9  # no count accelbench takes is larger; SQLite's integers end at 2**63
 DB_HELP = (
     "results store: an SQLite file, or a PostgreSQL server as postgresql://USER@HOST:PORT/NAME "
     "(the password from PGPASSWORD or ~/.pgpass, or in the URL) (default: $ACCELBENCH_DB or "
@@ -78,9 +79,11 @@ def _float(text: str, what: str, number: str | None = None) -> float:
 
 
 def seconds(text: str) -> float:
+    """A duration: finite, above 0, at most a week (`inf` would never end a loop)."""
     value = _float(text, "a number of seconds")
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    problem = seconds_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{problem}, got {text}")
     return value
 
 

@@ -51,7 +51,7 @@ class _Guarded:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        return int(self._call("write", text))
+        return int(self._call("write", _encodable(text, getattr(self._stream, "encoding", None))))
 
     def flush(self) -> None:
         if self._stream is not None:  # nothing written to a closed one, nothing to flush
@@ -72,6 +72,19 @@ class _Guarded:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def _encodable(text: str, encoding: str | None) -> str:
+    """`text` as a stream of `encoding` can take it (`PYTHONIOENCODING=ascii`, a C locale):
+    each character it lacks written as its escape (`mod\\xe8le`), rather than the command
+    ending in a UnicodeEncodeError. Tables are drawn for the encoding (render/text)."""
+    try:
+        text.encode(encoding or "utf-8")
+    except UnicodeEncodeError:
+        return text.encode(encoding or "utf-8", "backslashreplace").decode(encoding or "utf-8")
+    except LookupError:  # an encoding Python does not know: the stream's own to refuse
+        pass
+    return text
 
 
 @contextlib.contextmanager
@@ -147,13 +160,17 @@ def result_json(result: Result) -> dict[str, Any]:
     every lever's value in its spec, and its caveats (analysis/trust)."""
     from dataclasses import asdict
 
+    from ..analysis.facts import partial
     from ..analysis.trust import trust_of
     from ..levers import label, spec_json
 
     caveats = [asdict(c) for c in trust_of(result).caveats]
+    unfinished = partial(result)  # measured in fewer processes than planned: --resume goes on
     return {
         **result.to_dict(label=label(result.spec)),
         "spec": spec_json(result.spec),
+        "partial": unfinished is not None,
+        **({"planned_processes": unfinished[1]} if unfinished else {}),
         "caveats": caveats,
     }
 

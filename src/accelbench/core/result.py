@@ -16,6 +16,7 @@ from .vocab import DEFAULT_MODE, PRECISIONS, STATUSES, TORCH, Precision, Status
 
 __all__ = [
     "PRECISIONS",
+    "RECORD_FIELDS",
     "Result",
     "RunSpec",
     "STATUSES",
@@ -264,6 +265,9 @@ _RECORD_TYPES: dict[str, type | tuple[type, ...]] = {
     "environment": dict,
     "metrics": dict,
 }
+
+# Every field of a result's record (`Result.to_record`); "rounds" may be missing (older files)
+RECORD_FIELDS = frozenset({*_RECORD_TYPES, "rounds"})
 
 
 def _check_record(record: Any) -> None:

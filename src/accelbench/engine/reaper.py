@@ -23,7 +23,9 @@ import sys
 import time
 from types import TracebackType
 
+from ..analysis.facts import UNCHECKED
 from ..devices.processes import ProcessTimes
+from ..errors import one_line
 
 __all__ = ["Reaper"]
 
@@ -33,7 +35,9 @@ _SETTLE_S = 0.05  # for the kernel to reparent what a killed process left
 
 
 class Reaper:
-    """Around one worker: afterwards `stopped` names what it left running and was stopped."""
+    """Around one worker: afterwards `stopped` names what it left running and was stopped,
+    or (beginning UNCHECKED) why the look for it failed. It never raises on the way out: the
+    worker's result, measured by then, must not be lost to the clean-up after it."""
 
     def __init__(self) -> None:
         self.stopped: list[str] = []
@@ -48,12 +52,14 @@ class Reaper:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self._was is None:
+            return
         try:
-            if self._was is not None:
-                self._sweep()
+            self._sweep()
+        except Exception as exc:  # a faked clock's sleep, an odd /proc: said with the result
+            self.stopped.append(f"{UNCHECKED}{one_line(exc)}")
         finally:
-            if self._was is not None:
-                _subreaper(bool(self._was))
+            _subreaper(bool(self._was))
 
     def _sweep(self) -> None:
         for _ in range(_ROUNDS):

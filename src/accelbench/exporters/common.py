@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..devices.oom import is_out_of_memory
 from ..errors import UsageError
 from ..workloads import Workload
 
@@ -98,8 +99,16 @@ def export_model(
     """Export to each target in turn into `out_dir` (created, parents too, where missing);
     files appear whole or not at all."""
     _make_directory(out_dir)
-    model = exportable(workload, precision, batch, dynamic_batch)
-    return [exporters[t](model, out_dir.resolve() / file_stem(workload.name)) for t in targets]
+    try:
+        model = exportable(workload, precision, batch, dynamic_batch)
+        return [exporters[t](model, out_dir.resolve() / file_stem(workload.name)) for t in targets]
+    except Exception as exc:  # the allocator's failure is a RuntimeError, told by its message
+        if not is_out_of_memory(exc):
+            raise
+        raise UsageError(
+            f"out of memory exporting {workload.name} with an example batch of {batch:,}: "
+            "try a smaller --batch (with --dynamic-batch the ONNX model still takes any)"
+        ) from None
 
 
 def file_stem(name: str) -> str:

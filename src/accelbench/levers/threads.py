@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..core.limits import MOST_COUNT as MOST
 from ..core.result import RunSpec, Value
 from .base import Lever, Prepared, Variant, register
 
 if TYPE_CHECKING:
     from ..devices import Device
     from ..workloads import Workload
-
-
-MOST = 10**9  # no count accelbench takes is larger; SQLite's integers end at 2**63
 
 
 def positive_count(word: str) -> int:

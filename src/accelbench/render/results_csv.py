@@ -28,7 +28,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis.facts import Flops, Generation
+from ..analysis.facts import Flops, Generation, partial
 from ..analysis.trust import trust_of
 from ..analysis.verdict import Bottleneck
 from ..core.result import Result, machine_of
@@ -53,6 +53,8 @@ CSV_FIGURES = (
     "first_it_s",
     "samples",
     "measured_processes",
+    "planned_processes",
+    "partial",
     "between_process_sd",
     "within_process_sd",
     "peak_memory_bytes",
@@ -145,6 +147,9 @@ def _timing(r: Result) -> dict[str, Any]:
         "first_it_s": m.warmup[0] if m.warmup else None,
         "samples": len(m.samples),
         "measured_processes": m.processes,
+        # fewer measured than planned: an interrupted sweep's row, which --resume completes
+        "planned_processes": (partial(r) or (m.processes, m.processes))[1],
+        "partial": partial(r) is not None,
         "between_process_sd": spread.between if spread else None,
         "within_process_sd": spread.within if spread else None,
     }

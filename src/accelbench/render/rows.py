@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..analysis.compare import Row, Speedup, speedup
-from ..analysis.facts import Drift, Verification
+from ..analysis.facts import Drift, Verification, partial_mark
 from ..analysis.trust import trust_of
 from ..core.modes import mode_of
 from ..core.result import Result, machine_of
@@ -88,8 +88,8 @@ def informative(
 
 
 def samples_cell(r: Result) -> str:
-    """The samples/s cell of a report's row."""
-    return f"{r.samples_per_second or 0:,.0f}{samples_unit(r)}"
+    """The samples/s cell of a report's row, marked where the result is partial."""
+    return f"{r.samples_per_second or 0:,.0f}{samples_unit(r)}{partial_mark(r)}"
 
 
 def samples_unit(r: Result) -> str:

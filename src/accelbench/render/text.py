@@ -3,12 +3,30 @@ inert (no control character reaches a terminal, a table or a chart)."""
 
 from __future__ import annotations
 
+import codecs
 import re
+import sys
 from collections.abc import Iterable
+from contextvars import ContextVar
 
 from ..core.stats import Summary
 
-__all__ = ["format_bytes", "format_seconds", "inert", "interval", "number", "short_names"]
+__all__ = [
+    "OUTPUT_ENCODING",
+    "encodable",
+    "output_encoding",
+    "format_bytes",
+    "format_seconds",
+    "inert",
+    "interval",
+    "number",
+    "short_names",
+]
+
+# The encoding of where the text goes; None: standard output's. A table for an ASCII-only
+# terminal (`PYTHONIOENCODING=ascii`, a C locale) gets ASCII borders and escapes, so its columns
+# line up and writing it cannot fail
+OUTPUT_ENCODING: ContextVar[str | None] = ContextVar("OUTPUT_ENCODING", default=None)
 
 # Characters that act instead of showing: C0 and C1 controls (ESC starts ANSI and OSC sequences;
 # CR and LF break table rows), DEL, the invisible format characters (soft hyphen, zero-widths,
@@ -29,6 +47,27 @@ def inert(text: object) -> str:
     renderer escapes its own.
     """
     return _ACTIVE.sub(lambda found: ascii(found.group())[1:-1], str(text))
+
+
+def output_encoding() -> str:
+    """OUTPUT_ENCODING, else standard output's encoding, by its canonical name ("ascii" for
+    "ANSI_X3.4-1968"); utf-8 where neither names one Python knows."""
+    chosen = OUTPUT_ENCODING.get() or getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        return codecs.lookup(chosen).name
+    except LookupError:
+        return "utf-8"
+
+
+def encodable(text: str) -> str:
+    """`text` with each character the output's encoding lacks written as its Python escape
+    (`mod\\xe8le`); unchanged where it has them all."""
+    encoding = output_encoding()
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    return text
 
 
 def format_bytes(n: int | None) -> str:

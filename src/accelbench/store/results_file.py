@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.result import Result, RunSpec, utc_now
+from ..core.result import RECORD_FIELDS, Result, RunSpec, utc_now
 from ..core.version import __version__
 from ..errors import StoreError
 from .files import write_file
@@ -61,18 +61,14 @@ def read_export(path: Path, check_spec: Callable[[RunSpec], None] | None = None)
     payload = _load(path)
     if not isinstance(payload, dict) or payload.get("format") != EXPORT_FORMAT:
         raise StoreError(f'{path} is not an accelbench export (no "format": "{EXPORT_FORMAT}")')
-    version = payload.get("version")
-    if not isinstance(version, int) or version > EXPORT_VERSION:
-        raise StoreError(
-            f"{path} is export version {version!r}, newer than this accelbench reads "
-            f"({EXPORT_VERSION}); upgrade accelbench"
-        )
+    version = _version(path, payload.get("version"))
     records = payload.get("results")
     if not isinstance(records, list):
         raise StoreError(f"{path} has no list of results")
     results = []
     for number, record in enumerate(records, start=1):
         try:
+            _check_fields(record)
             if version < 3:
                 record = _upgrade(record)
             result = Result.from_record(record)
@@ -84,6 +80,39 @@ def read_export(path: Path, check_spec: Callable[[RunSpec], None] | None = None)
                 f"{path}: result {number} of {len(records)} is damaged: {exc}"
             ) from None
     return results
+
+
+def _version(path: Path, version: Any) -> int:
+    """The file's export version, or StoreError: a whole number (true is no version, nor is
+    "4") that some accelbench wrote, and not newer than this one reads."""
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise StoreError(
+            f'{path} has "version": {json.dumps(version)}, not a whole number; accelbench '
+            f"exports are versions 1 to {EXPORT_VERSION}"
+        )
+    if version > EXPORT_VERSION:
+        raise StoreError(
+            f"{path} is export version {version}, newer than this accelbench reads "
+            f"({EXPORT_VERSION}); upgrade accelbench"
+        )
+    if version < 1:
+        raise StoreError(
+            f"{path} is export version {version}, which no accelbench writes; accelbench "
+            f"exports are versions 1 to {EXPORT_VERSION}"
+        )
+    return version
+
+
+def _check_fields(record: Any) -> None:
+    """ValueError naming the fields of `record` that a result does not have: the store could
+    not keep them, and importing must not drop what the file says without a word."""
+    unknown = sorted(set(record) - RECORD_FIELDS) if isinstance(record, dict) else []
+    if unknown:
+        named = ", ".join(repr(name) for name in unknown)
+        raise ValueError(
+            f"it has fields accelbench results do not have ({named}), which importing would "
+            "drop; a newer accelbench's file? upgrade accelbench"
+        )
 
 
 def _upgrade(record: Any) -> Any:

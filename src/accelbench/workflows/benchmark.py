@@ -19,9 +19,10 @@ from typing import Any
 from ..analysis.explanation import Explanation, ProfileRequest
 from ..analysis.facts import Rounds
 from ..analysis.metrics import Analyzer
-from ..analysis.trust import with_trust
+from ..analysis.trust import Caveat, Trust, assess, with_trust
 from ..backends import check_installed, unsupported
 from ..core.levels import DEFAULT_POLICY, RoundPolicy
+from ..core.limits import count_problem, seconds_problem
 from ..core.modes import DEFAULT_MODE, mode_names
 from ..core.result import Result, RunSpec, Value, machine_of
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
@@ -45,7 +46,7 @@ from ..engine.rounds import (
 from ..engine.sweep import Config, LeverValues, Progress, Sweep, run_interleaved
 from ..engine.track import progress_bar
 from ..engine.worker import START_LIMIT_S, planning_workload, run_isolated
-from ..errors import StoreError, UsageError
+from ..errors import StoreError, UsageError, one_line
 from ..levers import all_levers, find_lever, label
 from ..store.db import Filters, Store
 from ..workloads import Workload, WorkloadRef
@@ -112,22 +113,20 @@ class BenchmarkRequest:
 
 
 def _check_counts(request: BenchmarkRequest) -> None:
-    """Sizes and counts: each a positive integer (None where the field allows it)."""
+    """Sizes, counts and seconds: each within its range (None where the field allows it)."""
     lists = ("batch_sizes", "prompt_lengths", "new_tokens")
-    for name in lists:
-        for value in getattr(request, name):
-            if value is not None and (type(value) is not int or value < 1):
-                raise UsageError(f"{name} must be positive integers, not {value!r}")
-    for name, least in (("epochs", 1), ("rounds", 1), ("max_rounds", 1), ("nodes", 1)):
-        value = getattr(request, name)
-        if value is not None and (type(value) is not int or value < least):
-            raise UsageError(f"{name} must be {least} or more, not {value!r}")
-    for name, value in (("warmup", request.warmup), ("node_rank", request.node_rank)):
-        if type(value) is not int or value < 0:
-            raise UsageError(f"{name} must be 0 or more, not {value!r}")
+    counts = [(name, value, 1) for name in lists for value in getattr(request, name)]
+    counts += [(name, getattr(request, name), 1) for name in ("epochs", "rounds", "max_rounds")]
+    counts += [("nodes", request.nodes, 1), ("warmup", request.warmup, 0)]
+    counts += [("node_rank", request.node_rank, 0)]
+    for name, value, least in counts:
+        problem = None if value is None else count_problem(value, least)
+        if problem:
+            raise UsageError(f"{name} {problem}, not {value!r}")
     for name, value in (("timeout", request.timeout), ("max_time", request.max_time)):
-        if value is not None and not value > 0:
-            raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
+        problem = None if value is None else seconds_problem(value)
+        if problem:
+            raise UsageError(f"{name} {problem}, not {value!r}")
 
 
 def _check_levers(levers: Mapping[str, tuple[Value, ...]]) -> None:
@@ -345,20 +344,43 @@ class _Measure:
     def __call__(
         self, progress: Progress, pass_no: int, on_block: Callable[[int, float], None]
     ) -> Result:
-        plan, store, spec = self.plan, self.store, progress.config.spec
-        result = _next_process(plan, progress, pass_no, on_block)
+        result = _next_process(self.plan, progress, pass_no, on_block)
         try:
-            earlier = _earlier_runs(store, result, plan.sweep.id)
+            result = self._analyzed(result)
+        except Exception as exc:  # the measurement stands: what failed after it is said with it
+            result = _unanalyzed(result, exc)
+        return self.store.save(replace(result, sweep=self.plan.sweep.id))
+
+    def _analyzed(self, result: Result) -> Result:
+        """The measured result with what is derived from it: the analysis, the scaling and
+        the caveats."""
+        spec = result.spec
+        try:
+            earlier = _earlier_runs(self.store, result, self.plan.sweep.id)
         except StoreError:
             # The store is away (a server restarting): what was measured is still kept, and
             # the save says where; only the check against earlier runs is left out.
             earlier = []
         witness = next((r for r in earlier if r.facts.get(Explanation) is not None), None)
-        result = self.analyze(result, plan.devices[spec.device], witness)
+        result = self.analyze(result, self.plan.devices[spec.device], witness)
         if spec.processes == 1 and result.measurement is not None:
             self.singles[spec] = result
-        result = with_trust(_with_scaling(result, self.singles), earlier[:EARLIER_RUNS])
-        return store.save(replace(result, sweep=plan.sweep.id))
+        return with_trust(_with_scaling(result, self.singles), earlier[:EARLIER_RUNS])
+
+
+def _unanalyzed(result: Result, exc: Exception) -> Result:
+    """`result` as measured, when its analysis failed: the caveats its record supports, and
+    one saying what is missing and why."""
+    said = Caveat(
+        "incomplete",
+        f"the analysis after the measurement failed ({one_line(exc)}): its FLOPs, MFU, "
+        "verdict and scaling are missing; the measurement stands",
+    )
+    try:
+        caveats = assess(result).caveats
+    except Exception:  # the caveats' own assessment may be what failed
+        caveats = ()
+    return replace(result, metrics={**result.metrics, **Trust((*caveats, said)).to_metrics()})
 
 
 @dataclass

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.limits import count_problem
 from ..core.peaks import PeakFigures
 from ..core.vocab import CALIBRATED_PRECISIONS, Precision
 from ..errors import UsageError
@@ -35,8 +36,9 @@ class CalibrateRequest:
                 f"cannot calibrate precision {shown}; valid: {', '.join(CALIBRATED_PRECISIONS)}"
             )
         for name, value in (("size", self.size), ("repeats", self.repeats)):
-            if value is not None and (type(value) is not int or value < 1):
-                raise UsageError(f"{name} must be a positive integer, not {value!r}")
+            problem = None if value is None else count_problem(value, 1)
+            if problem:
+                raise UsageError(f"{name} {problem}, not {value!r}")
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ crashes, runs out of memory or cannot apply ends as that row's status and the se
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,9 +19,11 @@ from ..analysis.compare import Speedup, speedup
 from ..analysis.facts import DRIFT, Drift
 from ..analysis.verdict import Bottleneck
 from ..backends import code
+from ..core.limits import count_problem
 from ..core.modes import mode_of
 from ..core.result import Result, RunSpec
 from ..devices import Device
+from ..errors import UsageError
 from ..levers import active_levers, all_levers, find_lever, label
 from ..workloads import Workload
 
@@ -44,6 +47,12 @@ __all__ = [
 BASELINE = "fp32 eager"
 
 
+def _finite(value: object) -> bool:
+    """Whether `value` is a finite number (a bool is not one)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return number and math.isfinite(value)  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """How far a variant's outputs may stray from the fp32 model's.
@@ -63,6 +72,18 @@ class Tolerance:
     max_spread_error: float = 0.5
     # Fewer decisive positions than this and one disagreement decides: too few to judge.
     min_decisive: int = 10
+
+    def __post_init__(self) -> None:
+        # a NaN bound would pass every variant: each comparison with it is false
+        for name in ("max_rel_error", "max_spread_error"):
+            value = getattr(self, name)
+            if not (_finite(value) and value > 0):
+                raise UsageError(f"{name} must be a finite number above 0, not {value!r}")
+        if not (_finite(self.min_top1) and 0 <= self.min_top1 <= 1):
+            raise UsageError(f"min_top1 must be a share from 0 to 1, not {self.min_top1!r}")
+        problem = count_problem(self.min_decisive, 1)
+        if problem:
+            raise UsageError(f"min_decisive {problem}, not {self.min_decisive!r}")
 
     def breach(self, drift: Drift | None) -> str | None:
         """Why this drift is out of bounds, or None when it is within them."""

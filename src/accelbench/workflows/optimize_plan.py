@@ -17,6 +17,7 @@ from ..analysis.facts import OPTIMIZE_POLICY, Rounds
 from ..analysis.metrics import Analyzer
 from ..analysis.trust import with_trust
 from ..backends import unsupported
+from ..core.limits import count_problem, seconds_problem
 from ..core.modes import mode_of
 from ..core.result import Result, RunSpec
 from ..devices import Device, pick_device, resolve_devices
@@ -82,15 +83,18 @@ class OptimizeRequest:
     def __post_init__(self) -> None:
         if not isinstance(self.workload, WorkloadRef):
             raise UsageError(f"workload takes a WorkloadRef, not {self.workload!r}")
+        if not isinstance(self.tolerance, Tolerance):
+            raise UsageError(f"tolerance takes a Tolerance, not {self.tolerance!r}")
         for name in ("batch_size", "prompt_length", "new_tokens", "epochs", "warmup"):
             value, least = getattr(self, name), 0 if name == "warmup" else 1
-            if value is not None and (type(value) is not int or value < least):
-                raise UsageError(f"{name} must be an integer of {least} or more, not {value!r}")
+            problem = None if value is None else count_problem(value, least)
+            if problem:
+                raise UsageError(f"{name} {problem}, not {value!r}")
         for name in ("max_time", "timeout", "budget"):
             value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise UsageError(f"--{name.replace('_', '-')} must be a positive number of "
-                                 f"seconds, got {value:g}")  # fmt: skip
+            problem = None if value is None else seconds_problem(value)
+            if problem:
+                raise UsageError(f"--{name.replace('_', '-')} {problem}, got {value!r}")
 
 
 @dataclass(frozen=True, kw_only=True)  # ten fields: by name, never by position

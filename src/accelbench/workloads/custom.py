@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..core.limits import MOST_COUNT
 from ..errors import WorkloadError
 from .base import Batch, Workload
 from .llm import LanguageModel, is_causal_lm
@@ -48,8 +49,11 @@ def parse_shape(text: str) -> tuple[int, ...]:
         shape = tuple(int(part) for part in text.lower().split("x"))
     except ValueError:
         shape = ()
-    if not shape or any(n < 1 for n in shape):
-        raise WorkloadError(f"bad --input-shape {text!r}; write it like 3x224x224 or 128")
+    if not shape or any(not 1 <= n <= MOST_COUNT for n in shape):
+        raise WorkloadError(
+            f"bad --input-shape {text!r}; write it like 3x224x224 or 128, each size from 1 to "
+            f"{MOST_COUNT:,}"
+        )
     return shape
 
 

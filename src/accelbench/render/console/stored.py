@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ...analysis.compare import DEVICE, FASTEST, MIN_SAMPLES, Change, Comparison
-from ...analysis.facts import Verification
+from ...analysis.facts import Verification, partial_mark
 from ...analysis.history import DEFAULT_WINDOW, MIN_HISTORY, Placement
 from ...core.levels import MIN_PROCESSES
 from ...core.result import Result
@@ -170,8 +170,10 @@ def changes_table(changes: Sequence[Change], threshold: float, width: int = 120)
             names[c.spec.workload],
             c.spec.device,
             label(c.spec),
-            number(base.rate.median),
-            number(cand.rate.median) if cand else c.candidate.status.upper(),
+            number(base.rate.median) + partial_mark(c.baseline),
+            number(cand.rate.median) + partial_mark(c.candidate)
+            if cand
+            else c.candidate.status.upper(),
             c.speedup.text() if c.speedup else f"failed: {c.candidate.error}",
             c.verdict + (f" ({i})" if c.why else ""),
         )
@@ -188,4 +190,5 @@ def changes_table(changes: Sequence[Change], threshold: float, width: int = 120)
 
 def _samples(r: Result) -> str:
     assert r.measurement is not None
-    return number(r.measurement.rate.median * r.samples_per_block) + samples_unit(r)
+    rate = number(r.measurement.rate.median * r.samples_per_block)
+    return rate + samples_unit(r) + partial_mark(r)

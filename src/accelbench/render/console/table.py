@@ -16,14 +16,24 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..text import inert
+from ..text import encodable, inert, output_encoding
 
 __all__ = ["SafeTable", "new_table", "plain", "render_table", "table_text"]
 
 
 def plain(text: str) -> Text:
-    """`text` as rich shows it literally: no markup, no control characters."""
-    return Text(inert(text))
+    """`text` as rich shows it literally: no markup, no control characters, and escapes for
+    what the output's encoding lacks (render/text's output_encoding)."""
+    return Text(encodable(inert(text)))
+
+
+class _Buffer(io.StringIO):
+    """Where a table is drawn, with the output's encoding: rich draws ASCII borders for an
+    encoding that is not UTF."""
+
+    @property  # StringIO's own is read-only (None), which typeshed does not say
+    def encoding(self) -> str:  # type: ignore[override]
+        return output_encoding()
 
 
 class SafeTable(Table):
@@ -47,7 +57,7 @@ def new_table(title: str, headers: Sequence[str], left_columns: int | None = Non
 
 def render_table(table: Table, notes: Sequence[str] = (), width: int = 120) -> str:
     """The table, then each note on its own line, as text without colour."""
-    buffer = io.StringIO()
+    buffer = _Buffer()
     console = Console(file=buffer, width=width, no_color=True, highlight=False, soft_wrap=False)
     console.print(table)
     for note in notes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...analysis.facts import LEFT_RUNNING, Verification
+from ...analysis.facts import LEFT_RUNNING, UNCHECKED, Verification
 from ...core.result import Result
 from .table import new_table, render_table
 
@@ -60,13 +60,18 @@ def _verify_cells(r: Result, facts: Verification) -> list[str]:
 
 def _left_running(r: Result) -> list[str]:
     """What the run's worker left running (engine/reaper stopped it), said beside the table."""
-    left = [str(x) for x in r.metrics.get(LEFT_RUNNING) or ()]
-    if not left:
-        return []
-    return [
-        f"{r.spec.device} {r.spec.precision}: {len(left)} process(es) started in its worker "
-        f"outlived it ({', '.join(left[:3])}); they were stopped"
-    ]
+    entries = [str(x) for x in r.metrics.get(LEFT_RUNNING) or ()]
+    left = [entry for entry in entries if not entry.startswith(UNCHECKED)]
+    unchecked = [entry.removeprefix(UNCHECKED) for entry in entries if entry not in left]
+    who, said = f"{r.spec.device} {r.spec.precision}", []
+    if unchecked:  # the look for them failed (engine/reaper): the run stands
+        said.append(f"{who}: whether its worker left processes running is unknown ({unchecked[0]})")
+    if left:
+        said.append(
+            f"{who}: {len(left)} process(es) started in its worker outlived it "
+            f"({', '.join(left[:3])}); they were stopped"
+        )
+    return said
 
 
 def _verify_legend(first: Result) -> str:
