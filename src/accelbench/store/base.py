@@ -214,6 +214,16 @@ JSON_COLUMNS = ("samples", "warmup", "rounds", "environment", "metrics", "levers
 _OPTIONAL_SPEC = ("prompt_length", "new_tokens")  # NULL for every mode but generate
 
 
+def newest_calibrations(rows: Sequence[Mapping[str, Any]]) -> dict[str, PeakFigures]:
+    """The newest calibration of each device model, from the calibrations' rows oldest first."""
+    return {
+        row["device_model"]: PeakFigures(
+            flops=json.loads(row["flops"]), bandwidth=row["bandwidth"], source=row["source"]
+        )
+        for row in rows  # later rows overwrite earlier ones: the newest wins
+    }
+
+
 def to_row(result: Result) -> dict[str, Any]:
     """A result as a row: its COLUMNS by name, the JSON ones as text."""
     record = result.to_record()

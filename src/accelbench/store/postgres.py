@@ -38,7 +38,17 @@ from urllib.parse import quote
 from ..core.peaks import PeakFigures
 from ..core.result import Result, RunSpec, utc_now
 from ..errors import StoreError, require
-from .base import COLUMNS, SCHEMA_VERSION, SPEC_COLUMNS, Filters, Store, backend, is_url, spec_key
+from .base import (
+    COLUMNS,
+    SCHEMA_VERSION,
+    SPEC_COLUMNS,
+    Filters,
+    Store,
+    backend,
+    is_url,
+    newest_calibrations,
+    spec_key,
+)
 from .base import to_row as _to_row
 from .results_file import write_export
 
@@ -387,12 +397,7 @@ class PostgresStore(Store):
             return {}
         rows = self._do("read", lambda: self._conn.execute(
             "SELECT * FROM calibrations ORDER BY id").fetchall())  # fmt: skip
-        return {
-            row["device_model"]: PeakFigures(
-                flops=json.loads(row["flops"]), bandwidth=row["bandwidth"], source=row["source"]
-            )
-            for row in rows  # later rows overwrite earlier ones: the newest wins
-        }
+        return newest_calibrations(rows)
 
     # --- claims -------------------------------------------------------------------------------
 

@@ -22,7 +22,17 @@ from pathlib import Path
 from ..core.peaks import PeakFigures
 from ..core.result import Result, RunSpec, utc_now
 from ..errors import StoreError
-from .base import COLUMNS, SCHEMA_VERSION, Filters, Store, backend, is_url, spec_key, to_row
+from .base import (
+    COLUMNS,
+    SCHEMA_VERSION,
+    Filters,
+    Store,
+    backend,
+    is_url,
+    newest_calibrations,
+    spec_key,
+    to_row,
+)
 
 __all__ = ["APPLICATION_ID", "SQLiteStore", "is_sqlite_file"]
 
@@ -234,12 +244,7 @@ class SQLiteStore(Store):
             rows = self._conn.execute("SELECT * FROM calibrations ORDER BY id").fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read {self.path}: {exc}") from None
-        return {
-            row["device_model"]: PeakFigures(
-                flops=json.loads(row["flops"]), bandwidth=row["bandwidth"], source=row["source"]
-            )
-            for row in rows  # later rows overwrite earlier ones: the newest wins
-        }
+        return newest_calibrations(rows)
 
     def claim(self, sweep: str, spec: RunSpec, owner: str, stale: Callable[[str, float], bool]
               ) -> str | None:  # fmt: skip
