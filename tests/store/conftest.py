@@ -1,6 +1,7 @@
 """A real PostgreSQL server for the store's tests: one throwaway cluster per test session, in a
-temporary folder (PostgreSQL 15's `initdb` and `pg_ctl` from PATH; as root they run as the
-`postgres` user, since initdb refuses root), and one fresh database per test.
+temporary folder (PostgreSQL 15's `initdb` and `pg_ctl` from PATH, else the binaries the
+`pgserver` package carries; as root they run as the `postgres` user, since initdb refuses root),
+and one fresh database per test.
 
 Roles: `postgres` (superuser, trusted on 127.0.0.1), `writer` (password, scram-sha-256; owns
 the databases it is given) and `reader` (password; may only SELECT)."""
@@ -38,6 +39,7 @@ class Cluster:
     folder: Path
     port: int
     as_owner: list[str]  # the command prefix that runs a binary as the cluster's owner
+    bin: str = ""  # the folder of initdb and pg_ctl; "" for those on PATH
     _names: Iterator[int] = field(default_factory=itertools.count)
 
     def url(self, db: str, user: str = "postgres", password: str | None = None,
@@ -75,6 +77,8 @@ class Cluster:
         self.pg_ctl("-o", options, "-l", str(self.folder / "log"), "start")
 
     def _run(self, command: list[str]) -> None:
+        if self.bin:
+            command = [os.path.join(self.bin, command[0]), *command[1:]]
         full = [*self.as_owner, shlex.join(command)] if self.as_owner else command
         done = subprocess.run(full, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
@@ -87,12 +91,28 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start_cluster(folder: Path) -> Cluster:
+def _pgserver_bin(folder: Path) -> str | None:
+    """The binaries the `pgserver` package carries (for machines without PostgreSQL's own),
+    copied into `folder` so that the `postgres` user can run them; None without the package."""
+    import importlib.util
+
+    found = importlib.util.find_spec("pgserver")
+    if found is None or found.origin is None:
+        return None
+    package = Path(found.origin).parent
+    # the binaries find their libraries beside the package (RPATH $ORIGIN/../../../pgserver.libs)
+    for part in ("pgserver/pginstall", "pgserver.libs"):
+        shutil.copytree(package.parent / part, folder / "pg" / part, symlinks=True)
+    return str(folder / "pg" / "pgserver" / "pginstall" / "bin")
+
+
+def _start_cluster(folder: Path, bin: str) -> Cluster:
     # root may not run the server: the binaries run as the `postgres` user, in a folder it owns
     as_owner = ["su", "postgres", "-s", "/bin/sh", "-c"] if os.geteuid() == 0 else []
     if as_owner:
-        shutil.chown(folder, "postgres")
-    cluster = Cluster(folder, _free_port(), as_owner)
+        for path in [folder, *folder.rglob("*")]:
+            shutil.chown(path, "postgres")
+    cluster = Cluster(folder, _free_port(), as_owner, bin)
     cluster._run(["initdb", "-D", str(folder / "data"), "-A", "trust", "-U", "postgres",
                   "-E", "UTF8", "--no-sync"])  # fmt: skip
     (folder / "data" / "pg_hba.conf").write_text(_HBA)
@@ -105,14 +125,16 @@ def _start_cluster(folder: Path) -> Cluster:
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[Cluster]:
     """The session's cluster, stopped and removed at its end; skipped, with the reason, where
-    PostgreSQL's binaries or psycopg are missing."""
+    psycopg is missing, or both PostgreSQL's binaries and the pgserver package."""
     pytest.importorskip("psycopg", reason="psycopg is not installed (accelbench[postgres])")
-    missing = [b for b in ("initdb", "pg_ctl") if shutil.which(b) is None]
-    if missing:
-        pytest.skip(f"PostgreSQL's {' and '.join(missing)} are not on PATH: no server to test")
     folder = Path(tempfile.mkdtemp(prefix="accelbench-pg-"))  # short: the socket's path fits
     try:
-        cluster = _start_cluster(folder)
+        on_path = all(shutil.which(b) for b in ("initdb", "pg_ctl"))
+        bin = "" if on_path else _pgserver_bin(folder)
+        if bin is None:
+            pytest.skip("no PostgreSQL server to test: initdb and pg_ctl are not on PATH, and "
+                        "the pgserver package that carries them is not installed")  # fmt: skip
+        cluster = _start_cluster(folder, bin)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
