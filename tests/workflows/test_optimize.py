@@ -117,9 +117,15 @@ def test_cli_optimize_runs_the_ladder_stores_it_and_recommends(tmp_path):
     # int8 asked for brings ONNX Runtime's fp32, the switch it is judged against
     ort = ["onnxruntime-cpu fp32", "onnxruntime-cpu int8"]
     assert names[0] == "fp32 eager" and names[-2:] == ort
-    assert sorted(names[1:3]) == ["bf16", "fp16"] and len(names) == 5
+    # An emulated precision costs ten times the baseline's wall (levers/precision): whether its
+    # trial fits the budget depends on this host's CPU and load, so either it was measured or
+    # the search says it was left out for the budget, naming the emulation.
+    low = [n for n in ("bf16", "fp16") if n in variants]
+    for left in {"bf16", "fp16"} - set(low):
+        assert "budget" in report["not_tried"][left] and "emulates" in report["not_tried"][left]
+    assert sorted(names[1:-2]) == low and len(low) >= 1 and len(names) == 3 + len(low)
     assert all(v["status"] == "ok" for v in variants.values()), variants
-    for name in ("fp16", "bf16", ort[1]):
+    for name in (*low, ort[1]):
         assert variants[name]["drift"]["max_rel_error"] > 0  # lower precision differs
         assert variants[name]["speedup"]["ratio"] > 0
     assert variants[ort[1]]["over"] == ort[0] and variants[ort[1]]["speedup_over"]["ratio"] > 0
@@ -128,7 +134,7 @@ def test_cli_optimize_runs_the_ladder_stores_it_and_recommends(tmp_path):
     if report["recommended"] != "fp32 eager":  # the factors multiply to the speedup
         assert np.prod(factors) == pytest.approx(report["recommended_speedup"]["ratio"])
     listed = run_cli("results", "--sweep", report["sweep"], "--db", db, "--json")
-    assert len(json.loads(listed.stdout)) == 5
+    assert len(json.loads(listed.stdout)) == len(names)
     html = tmp_path / "r.html"
     assert run_cli("report", "--out", str(html), "--db", db).returncode == 0
     assert "accelbench optimize: speedup and drift per variant" in html.read_text()
@@ -210,3 +216,14 @@ def test_an_optimize_request_refuses_numbers_out_of_their_range(fields, said):
 def test_a_tolerance_refuses_bounds_that_would_pass_every_variant(fields, said):
     with pytest.raises(UsageError, match=re.escape(said)):
         Tolerance(**fields)
+
+
+def test_a_stored_tolerance_reads_back_from_its_json_numbers():
+    """The tag stores the tolerance's numbers as JSON, which the facts' codec hands back as
+    floats: 10.0 decisive positions is still a count (the report read it so and died on it)."""
+    from accelbench.workflows.optimize import Tolerance
+
+    stored = {"max_rel_error": 0.05, "min_top1": 0.95, "min_decisive": 10.0, "future": 1.0}
+    assert Tolerance.from_stored(stored) == Tolerance()
+    assert Tolerance.from_stored({"min_decisive": 2.5}) is None  # damaged: no tolerance
+    assert Tolerance.from_stored({"max_rel_error": float("nan")}) is None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Sequence
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .. import levers
@@ -300,9 +300,7 @@ def _tolerance(base: Result) -> Tolerance | None:
     stored = _tag(base).tolerance
     if not stored:
         return None
-    # Only the fields this accelbench knows: an imported file may carry others
-    known: dict[str, Any] = {f.name: stored[f.name] for f in fields(Tolerance) if f.name in stored}
-    return Tolerance(**known)
+    return Tolerance.from_stored(stored)
 
 
 def _draw_ladder(speed_axes: Any, drift_axes: Any, members: list[Result]) -> None:

@@ -4,8 +4,7 @@ workload, the latency's text, which results failed."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
 from ..analysis.compare import Row, Speedup, speedup
 from ..analysis.facts import Drift, Verification, partial_mark
@@ -193,8 +192,8 @@ def refusal(r: Result, results: Sequence[Result]) -> str:
     if tag.variant == BASELINE or not stored:
         return ""
 
-    known: dict[str, Any] = {f.name: stored[f.name] for f in fields(Tolerance) if f.name in stored}
-    why = Tolerance(**known).breach(r.facts.get(Drift))
+    tolerance = Tolerance.from_stored(stored)
+    why = tolerance.breach(r.facts.get(Drift)) if tolerance else "its stored tolerance is damaged"
     return f"refused by its optimize search: {why}" if why else ""
 
 

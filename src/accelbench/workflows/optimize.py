@@ -11,8 +11,8 @@ crashes, runs out of memory or cannot apply ends as that row's status and the se
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..analysis.compare import Speedup, speedup
@@ -84,6 +84,20 @@ class Tolerance:
         problem = count_problem(self.min_decisive, 1)
         if problem:
             raise UsageError(f"min_decisive {problem}, not {self.min_decisive!r}")
+
+    @classmethod
+    def from_stored(cls, stored: Mapping[str, Any]) -> Tolerance | None:
+        """The tolerance a search stored with its results (its tag's numbers, which JSON and
+        the facts' codec hand back as floats); only the fields this accelbench knows, since an
+        imported file may carry others; None where they do not make a valid tolerance."""
+        known: dict[str, Any] = {f.name: stored[f.name] for f in fields(cls) if f.name in stored}
+        count = known.get("min_decisive")
+        if isinstance(count, float) and count.is_integer():
+            known["min_decisive"] = int(count)
+        try:
+            return cls(**known)
+        except (UsageError, TypeError):
+            return None
 
     def breach(self, drift: Drift | None) -> str | None:
         """Why this drift is out of bounds, or None when it is within them."""
