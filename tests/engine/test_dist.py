@@ -123,14 +123,16 @@ FAILING = textwrap.dedent(
 
 
 @pytest.mark.parametrize(
-    "trouble, status, message",
+    "trouble, status, message, timeout",
     [
-        ("raise", "error", "rank 1 failed"),
-        ("hang", "timeout", "no result within --timeout"),
+        ("raise", "error", "rank 1 failed", "40"),
+        # what the hang waits for: ample for the ranks' start (spawned, importing torch) and
+        # the single process, and the same for the ranks' process group, whose clock starts later
+        ("hang", "timeout", "no result within --timeout", "25"),
     ],
 )
 def test_a_failing_or_hanging_rank_ends_the_run_and_leaves_no_process(
-    tmp_path, trouble, status, message
+    tmp_path, trouble, status, message, timeout
 ):
     model = tmp_path / "trouble.py"
     model.write_text(FAILING)
@@ -147,7 +149,7 @@ def test_a_failing_or_hanging_rank_ends_the_run_and_leaves_no_process(
         "2",
         "--no-verdict",
         "--timeout",
-        "40",
+        timeout,
         "--json",
         "--db",
         str(tmp_path / "r.db"),

@@ -155,7 +155,7 @@ def test_a_crash_and_a_hang_end_their_configurations_and_the_sweep_goes_on(tmp_p
         "--epochs",
         "2",
         "--timeout",
-        "20",
+        "8",  # from the worker's readiness: ample for a Linear, and what the hang waits for
         "--json",
         "--db",
         str(db),
