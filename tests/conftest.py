@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,3 +41,24 @@ def digest(path: Path) -> str:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(scope="session")
+def measured_db(tmp_path_factory):
+    """A database holding one result of mlp measured by the real `run` (one process, no
+    verdict probe), made once for the whole suite; it names its database through
+    $ACCELBENCH_DB, which test_cli.py checks. Tests that write work on a copy (`copy_of`)."""
+    db = tmp_path_factory.mktemp("measured") / "env.db"
+    out = run_cli(
+        "run", "mlp", "--devices", "cpu", "--epochs", "1", "--no-verdict", "--quiet",
+        env={"ACCELBENCH_DB": str(db)},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return db
+
+
+def copy_of(db: Path, where: Path) -> Path:
+    """A copy of `db` in the folder `where`, for a test to change or to watch for changes."""
+    copied = where / db.name
+    shutil.copy(db, copied)
+    return copied

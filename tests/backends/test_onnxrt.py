@@ -98,6 +98,7 @@ def test_cli_runs_torch_and_onnxruntime_side_by_side_and_compares_them(tmp_path)
     run = run_cli(
         "run", "seed-cnn", *common, "--backends", "torch,onnxruntime", "--epochs", "6",
         "--no-verdict", "--quiet", "--json",
+        "--rounds", "1", "--no-latency",  # one process (one ONNX export) each: enough here
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     results = json.loads(run.stdout)["results"]

@@ -2,7 +2,6 @@
 
 import argparse
 import json
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -11,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from tests.conftest import REPO, digest, run_cli
+from tests.conftest import REPO, copy_of, digest, run_cli
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["results", "--help"]])
@@ -75,13 +74,9 @@ def test_run_json_carries_raw_samples_and_statistics(tmp_path):
     assert result["environment"]["device"] == "cpu"
 
 
-def test_db_from_environment_variable(tmp_path):
-    db = tmp_path / "env.db"
-    out = run_cli(
-        "run", "mlp", "--devices", "cpu", "--epochs", "1", "--quiet", env={"ACCELBENCH_DB": str(db)}
-    )
-    assert out.returncode == 0, out.stderr
-    assert db.exists()
+def test_db_from_environment_variable(measured_db):
+    # measured_db's `run` had no --db, only $ACCELBENCH_DB naming this file
+    assert measured_db.exists()
 
 
 def test_devices_and_workloads_list(tmp_path):
@@ -90,17 +85,6 @@ def test_devices_and_workloads_list(tmp_path):
     assert "cpu" in run_cli("devices").stdout
     workloads = json.loads(run_cli("workloads", "--json").stdout)
     assert {w["name"] for w in workloads} >= {"seed-cnn", "mlp"}
-
-
-@pytest.fixture(scope="module")
-def stored_db(tmp_path_factory):
-    """A database holding one real result, made once; tests work on copies of it."""
-    db = tmp_path_factory.mktemp("stored") / "kept.db"
-    out = run_cli(
-        "run", "mlp", "--devices", "cpu", "--epochs", "1", "--no-verdict", "--db", str(db)
-    )
-    assert out.returncode == 0, out.stderr
-    return db
 
 
 BAD_RUNS = {
@@ -151,10 +135,9 @@ if not torch.cuda.is_available():
 
 
 @pytest.mark.parametrize("case", sorted(BAD_RUNS))
-def test_bad_input_is_one_line_exit_2_and_the_database_is_untouched(tmp_path, case, stored_db):
+def test_bad_input_is_one_line_exit_2_and_the_database_is_untouched(tmp_path, case, measured_db):
     args, message = BAD_RUNS[case]
-    db = tmp_path / "kept.db"
-    shutil.copy(stored_db, db)
+    db = copy_of(measured_db, tmp_path)  # one real result
     before = digest(db)
     out = run_cli(*args, "--db", str(db)) if args[0] == "run" else run_cli(*args)
     assert out.returncode == 2

@@ -12,7 +12,7 @@ from accelbench.store.db import Store
 from accelbench.workflows import benchmark as workflow
 from accelbench.workflows.benchmark import BenchmarkRequest, plan, run_plan
 from accelbench.workloads import WorkloadRef
-from tests.conftest import digest, run_cli
+from tests.conftest import copy_of, digest, run_cli
 
 FAST = ["mlp", "--devices", "cpu", "--no-verdict", "--no-latency", "--quiet"]
 
@@ -27,11 +27,9 @@ FAST = ["mlp", "--devices", "cpu", "--no-verdict", "--no-latency", "--quiet"]
     ],
 )
 def test_bad_process_counts_are_one_line_exit_2_and_nothing_stored_changes(
-    options, message, tmp_path
+    options, message, tmp_path, measured_db
 ):
-    db = tmp_path / "r.db"
-    first = run_cli("run", *FAST, "--epochs", "2", "--rounds", "1", "--db", str(db))
-    assert first.returncode == 0, first.stderr
+    db = copy_of(measured_db, tmp_path)  # one result of mlp, measured by `run`
     before = digest(db)
     out = run_cli("run", *FAST, *options, "--db", str(db))
     assert out.returncode == 2 and message in out.stderr

@@ -12,6 +12,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from accelbench.analysis.facts import Rounds
 from accelbench.core.result import RunSpec
 from accelbench.store.db import Store
@@ -27,14 +29,22 @@ def _sweep_id(db) -> str:
     return sweep
 
 
-def test_two_resumers_at_once_store_each_configuration_once(tmp_path):
-    db = str(tmp_path / "r.db")
+@pytest.fixture(scope="module")
+def raced(tmp_path_factory):
+    """Two `run --resume` of SWEEP started at once into one new database: their exit codes,
+    what they said, and the database (whose sweep id the claim test below reads)."""
+    db = str(tmp_path_factory.mktemp("raced") / "r.db")
     env = {k: v for k, v in os.environ.items() if k != "ACCELBENCH_DB"}
     command = [sys.executable, "-m", "accelbench", "run", *SWEEP, "--resume", "--db", db]
     racers = [subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
               for _ in range(2)]  # fmt: skip
     said = [racer.communicate(timeout=600)[1] for racer in racers]
-    assert [racer.returncode for racer in racers] == [0, 0], said
+    return [racer.returncode for racer in racers], said, db
+
+
+def test_two_resumers_at_once_store_each_configuration_once(raced):
+    codes, said, db = raced
+    assert codes == [0, 0], said
     with Store(db, create=False) as store:
         results = store.results()
     assert len(results) == 4 and len({r.spec for r in results}) == 4  # none twice
@@ -52,9 +62,8 @@ def _claim(db, sweep: str, owner: str, heartbeat: float) -> None:
         )
 
 
-def test_a_dead_runs_claim_is_taken_over_and_a_live_one_elsewhere_is_left(tmp_path):
-    probe = run_cli("run", *SWEEP, "--db", str(tmp_path / "probe.db"), "--json")
-    sweep_id = json.loads(probe.stdout)["sweep"]  # the sweep the resumers below go on with
+def test_a_dead_runs_claim_is_taken_over_and_a_live_one_elsewhere_is_left(tmp_path, raced):
+    sweep_id = _sweep_id(raced[2])  # SWEEP's, as `run` stored it: the resumers below go on
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True).stdout.strip()  # fmt: skip
     dead, alive = tmp_path / "dead.db", tmp_path / "alive.db"

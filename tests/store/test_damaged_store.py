@@ -15,7 +15,8 @@ import pytest
 from accelbench.store.db import Store
 from tests.conftest import digest, run_cli
 
-FAST = ["--devices", "cpu", "--epochs", "2", "--rounds", "2", "--no-verdict", "--quiet"]
+FAST = ["--devices", "cpu", "--epochs", "2", "--rounds", "2", "--no-verdict", "--no-latency"]
+FAST += ["--quiet"]
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 from accelbench.errors import StoreError
 from accelbench.store import files
 from accelbench.store.files import write_file
-from tests.conftest import run_cli
+from tests.conftest import copy_of, run_cli
 
 
 def _leftovers(folder: Path) -> list[str]:
@@ -122,10 +122,8 @@ def test_a_full_disk_leaves_the_old_report_as_it_was(tmp_path):
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
-def test_the_cli_says_a_failed_export_in_one_line(tmp_path):
-    db = tmp_path / "r.db"
-    assert run_cli("run", "mlp", "--devices", "cpu", "--epochs", "1", "--no-verdict",
-                   "--quiet", "--db", str(db)).returncode == 0  # fmt: skip
+def test_the_cli_says_a_failed_export_in_one_line(tmp_path, measured_db):
+    db = copy_of(measured_db, tmp_path)  # one result of mlp, measured by `run`
     out = run_cli("results", "export", "--out", "/dev/full", "--db", str(db))
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip() == (
@@ -134,10 +132,8 @@ def test_the_cli_says_a_failed_export_in_one_line(tmp_path):
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
 
 
-def test_dev_stdout_is_written_through_even_when_the_shell_sent_it_to_a_file(tmp_path):
-    db = tmp_path / "r.db"
-    assert run_cli("run", "mlp", "--devices", "cpu", "--epochs", "1", "--no-verdict",
-                   "--quiet", "--db", str(db)).returncode == 0  # fmt: skip
+def test_dev_stdout_is_written_through_even_when_the_shell_sent_it_to_a_file(tmp_path, measured_db):
+    db = copy_of(measured_db, tmp_path)  # one result of mlp, measured by `run`
     out = tmp_path / "out.json"
     shell = f"{sys.executable} -m accelbench results export --out /dev/stdout --db {db} > {out}"
     assert subprocess.run(["sh", "-c", shell], timeout=120).returncode == 0
