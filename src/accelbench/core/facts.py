@@ -262,6 +262,15 @@ def _plan_of(cls: Any) -> tuple[_Field, ...]:
     )
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})  # what JSON holds but containers
+
+
+def _is_mapping(value: Any) -> bool:
+    """isinstance(value, Mapping), with JSON's dict first: the ABC's check is slow, and
+    reading a store asks it for every value of every row."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _admits_none(hint: Any) -> bool:
     return hint is Any or (_is_union(hint) and type(None) in get_args(hint))
 
@@ -320,13 +329,13 @@ def _decode_tuple(value: Any, where: str, arms: tuple[Decoder, ...]) -> tuple[An
 
 
 def _decode_mapping(value: Any, where: str, read_key: Decoder, read_value: Decoder) -> Any:
-    if not isinstance(value, Mapping):
+    if not _is_mapping(value):
         raise _wrong(where, value)
     return {read_key(k, where): read_value(v, where) for k, v in value.items()}
 
 
 def _decode_nested(value: Any, where: str, cls: type) -> Any:
-    if not isinstance(value, Mapping):
+    if not _is_mapping(value):
         raise _wrong(where, value)
     return decode(cls, value, where)
 
@@ -366,9 +375,11 @@ def check(metrics: Mapping[str, Any]) -> None:
 def _check_depth(value: Any, where: str, depth: int) -> None:
     if depth > _DEEPEST:
         raise FactError(f"{where} nests deeper than {_DEEPEST} levels")
-    children = value.values() if isinstance(value, Mapping) else value
+    children = value.values() if _is_mapping(value) else value
     for child in children:  # a scalar child costs a call only where it is too deep itself
-        if isinstance(child, (Mapping, list)) or depth >= _DEEPEST:
+        if type(child) in _SCALARS and depth < _DEEPEST:
+            continue
+        if isinstance(child, list) or _is_mapping(child) or depth >= _DEEPEST:
             _check_depth(child, where, depth + 1)
 
 
