@@ -1,6 +1,6 @@
 """The results store at scale, SQLite against PostgreSQL in one run (issue 34): how long
-`accelbench results --json` takes on 100,000 results and `accelbench report` on 10,000, and how
-many results a second 8 processes saving at once store.
+`accelbench results` (the table) and `results --json` take on 100,000 results and
+`accelbench report` on 10,000, and how many results a second 8 processes saving at once store.
 
 Every synthetic result is a copy of one real one (measured here by a tiny `accelbench run`, or
 taken from --from DB) with its own uid and time. PostgreSQL is a throwaway cluster on this

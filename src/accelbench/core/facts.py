@@ -181,9 +181,16 @@ def _name(f: dataclasses.Field[Any]) -> str:
     return str(f.metadata.get("stored", f.name))
 
 
-def _beside(cls: type) -> list[str]:
+def _beside(cls: type) -> tuple[str, ...]:
     """The stored names of the fields kept at the metrics' top level."""
-    return [_name(f) for f in dataclasses.fields(cls) if f.metadata.get("beside") or cls in _FLAT]
+    return _beside_of(cls)
+
+
+@functools.cache
+def _beside_of(cls: Any) -> tuple[str, ...]:
+    """`_beside`, worked out once per class (a class is hashable; typeshed says otherwise)."""
+    fields = dataclasses.fields(cls)
+    return tuple(_name(f) for f in fields if f.metadata.get("beside") or cls in _FLAT)
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -201,26 +208,67 @@ def _read(cls: type[F], metrics: Mapping[str, Any], key: str) -> F | None:
     return decode(cls, {**found, **beside}, f"metrics.{key}")
 
 
+Decoder = Callable[[Any, str], Any]  # a stored value and where it is -> the typed value
+
+
+@dataclass(frozen=True)
+class _Field:
+    """How one field of a fact reads: worked out once per class (`_plan`), since every
+    stored row is checked against it and resolving type hints is slow."""
+
+    name: str  # the dataclass field's
+    stored: str  # the key it is stored under
+    beside: bool  # at the metrics' top level
+    read: Decoder
+    admits_none: bool
+    required: bool
+
+
 def decode(cls: type[T], found: Mapping[str, Any], where: str = "") -> T:
     """A dataclass from its stored object; FactError naming the first field it cannot take."""
     where = where or cls.__name__
-    hints = _hints(cls)  # type: ignore[arg-type]
     values = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        here = f"{where}.{_name(f)}" if not f.metadata.get("beside") else f"metrics.{_name(f)}"
-        raw = found.get(_name(f))
-        if raw is None and not _admits_none(hints[f.name]):
-            if f.default is MISSING and f.default_factory is MISSING:
+    for f in _plan(cls):
+        here = f"metrics.{f.stored}" if f.beside else f"{where}.{f.stored}"
+        raw = found.get(f.stored)
+        if raw is None and not f.admits_none:
+            if f.required:
                 raise FactError(f"{here} is missing")
             continue
-        values[f.name] = _decode(raw, hints[f.name], here)
+        values[f.name] = f.read(raw, here)
     return cls(**values)
 
 
+def _plan(cls: type) -> tuple[_Field, ...]:
+    """A fact's fields with their types resolved once (`_plan_of`)."""
+    return _plan_of(cls)
+
+
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    """A fact's field types, resolved once: every stored row is checked against them."""
-    return get_type_hints(cls)
+def _plan_of(cls: Any) -> tuple[_Field, ...]:
+    """A fact's fields with their types resolved once: every stored row is checked against
+    them (`typing.get_type_hints` per value would dominate reading a store)."""
+    hints = get_type_hints(cls)
+    return tuple(
+        _Field(
+            name=f.name,
+            stored=_name(f),
+            beside=bool(f.metadata.get("beside")),
+            read=_decoder(hints[f.name]),
+            admits_none=_admits_none(hints[f.name]),
+            required=f.default is MISSING and f.default_factory is MISSING,
+        )
+        for f in dataclasses.fields(cls)
+    )
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})  # what JSON holds but containers
+
+
+def _is_mapping(value: Any) -> bool:
+    """isinstance(value, Mapping), with JSON's dict first: the ABC's check is slow, and
+    reading a store asks it for every value of every row."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _admits_none(hint: Any) -> bool:
@@ -233,46 +281,66 @@ def _is_union(hint: Any) -> bool:
 
 def _decode(value: Any, hint: Any, where: str) -> Any:
     """`value` as stored, made the annotated type: a list becomes a tuple, an int a float."""
+    return _decoder(hint)(value, where)
+
+
+@functools.cache
+def _decoder(hint: Any) -> Decoder:
+    """The reader of values of type `hint`, built once per type."""
     origin, args = get_origin(hint), get_args(hint)
     if hint is Any:
-        return value
+        return lambda value, where: value
     if _is_union(hint):
-        return _decode_union(value, args, where)
+        arms = tuple(_decoder(arm) for arm in args if arm is not type(None))
+        return functools.partial(_decode_union, arms=arms, nullable=type(None) in args)
     if origin is tuple:
-        return _decode_tuple(value, args, where)
+        if args[-1:] == (Ellipsis,):
+            return functools.partial(_decode_sequence, item=_decoder(args[0]))
+        return functools.partial(_decode_tuple, arms=tuple(_decoder(arm) for arm in args))
     if origin in (Mapping, dict):
-        if not isinstance(value, Mapping):
-            raise _wrong(where, value)
-        return {_decode(k, args[0], where): _decode(v, args[1], where) for k, v in value.items()}
+        read_key, read_value = _decoder(args[0]), _decoder(args[1])
+        return functools.partial(_decode_mapping, read_key=read_key, read_value=read_value)
     if isinstance(hint, type) and is_dataclass(hint):
-        if not isinstance(value, Mapping):
-            raise _wrong(where, value)
-        return decode(hint, value, where)
-    return _decode_plain(value, hint, where)
+        return functools.partial(_decode_nested, cls=hint)
+    return functools.partial(_decode_plain, hint=hint)
 
 
-def _decode_union(value: Any, arms: tuple[Any, ...], where: str) -> Any:
-    if value is None and type(None) in arms:
+def _decode_union(value: Any, where: str, arms: tuple[Decoder, ...], nullable: bool) -> Any:
+    if value is None and nullable:
         return None
     for arm in arms:
-        if arm is not type(None):
-            try:
-                return _decode(value, arm, where)
-            except FactError:
-                continue
+        try:
+            return arm(value, where)
+        except FactError:
+            continue
     raise _wrong(where, value)
 
 
-def _decode_tuple(value: Any, args: tuple[Any, ...], where: str) -> tuple[Any, ...]:
+def _decode_sequence(value: Any, where: str, item: Decoder) -> tuple[Any, ...]:
     if not isinstance(value, (list, tuple)):
         raise _wrong(where, value)
-    arms = args[:1] * len(value) if args[-1:] == (Ellipsis,) else args
-    if len(arms) != len(value):
+    return tuple(item(one, where) for one in value)
+
+
+def _decode_tuple(value: Any, where: str, arms: tuple[Decoder, ...]) -> tuple[Any, ...]:
+    if not isinstance(value, (list, tuple)) or len(arms) != len(value):
         raise _wrong(where, value)
-    return tuple(_decode(item, arm, where) for item, arm in zip(value, arms, strict=True))
+    return tuple(arm(one, where) for one, arm in zip(value, arms, strict=True))
 
 
-def _decode_plain(value: Any, hint: Any, where: str) -> Any:
+def _decode_mapping(value: Any, where: str, read_key: Decoder, read_value: Decoder) -> Any:
+    if not _is_mapping(value):
+        raise _wrong(where, value)
+    return {read_key(k, where): read_value(v, where) for k, v in value.items()}
+
+
+def _decode_nested(value: Any, where: str, cls: type) -> Any:
+    if not _is_mapping(value):
+        raise _wrong(where, value)
+    return decode(cls, value, where)
+
+
+def _decode_plain(value: Any, where: str, hint: Any) -> Any:
     if isinstance(value, bool) and hint is not bool:  # a bool is an int to Python, not to us
         raise _wrong(where, value)
     if hint is float and isinstance(value, int):
@@ -307,9 +375,11 @@ def check(metrics: Mapping[str, Any]) -> None:
 def _check_depth(value: Any, where: str, depth: int) -> None:
     if depth > _DEEPEST:
         raise FactError(f"{where} nests deeper than {_DEEPEST} levels")
-    children = value.values() if isinstance(value, Mapping) else value
-    if isinstance(value, (Mapping, list)):
-        for child in children:
+    children = value.values() if _is_mapping(value) else value
+    for child in children:  # a scalar child costs a call only where it is too deep itself
+        if type(child) in _SCALARS and depth < _DEEPEST:
+            continue
+        if isinstance(child, list) or _is_mapping(child) or depth >= _DEEPEST:
             _check_depth(child, where, depth + 1)
 
 

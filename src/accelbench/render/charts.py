@@ -386,6 +386,7 @@ def explain_chart(results: Sequence[Result]) -> bytes | None:
 
 GATE_THRESHOLD = 0.05  # the history chart marks verdicts at compare's default threshold
 _VERDICT_COLORS = {"REGRESSION": "red", "faster": "green"}
+ANNOTATED = 12  # runs outside their band a panel names in text, beyond: by colour only
 
 
 def history_chart(results: Sequence[Result]) -> bytes | None:
@@ -400,7 +401,7 @@ def history_chart(results: Sequence[Result]) -> bytes | None:
         return None
     plt = _pyplot()
     panels = shown[:PANELS]
-    figure, axes = plt.subplots(len(panels), 1, figsize=(9, 3 * len(panels)), squeeze=False)
+    figure, axes = plt.subplots(len(panels), 1, figsize=(11, 3 * len(panels)), squeeze=False)
     for ax, ((spec, machine), runs) in zip(axes[:, 0], panels, strict=True):
         _history_panel(ax, runs, grouped)
         ax.set_title(_shown(f"{spec.workload} on {machine}/{spec.device}: {label(spec)}"))
@@ -424,15 +425,23 @@ def _history_panel(ax: Any, runs: Sequence[Result], grouped: Any) -> None:
     high = [b.high if b else float("nan") for b in band]
     ax.fill_between(xs, low, high, alpha=0.2, step="mid", label="95% prediction (runs before)")
     ax.errorbar(xs, rates, yerr=[below, above], fmt="o", capsize=3, label="run (95% CI)")
-    for x, rate, j, b in zip(xs, rates, judged, band, strict=True):
-        if b is not None and not b.holds(rate):
-            color = (
-                "red" if j.verdict == "REGRESSION" else "green" if j.verdict == "faster" else "k"
-            )
-            said = j.verdict if j.verdict != "ok" else f"ok: within {GATE_THRESHOLD:.0%}"
+    outside = [(x, rate, _said(j.verdict)) for x, rate, j, b in zip(xs, rates, judged, band,
+               strict=True) if b is not None and not b.holds(rate)]  # fmt: skip
+    for said in dict.fromkeys(s for _, _, s in outside):  # one line a verdict, not a point
+        marked = [(x, rate) for x, rate, s in outside if s == said]
+        ax.plot(*zip(*marked, strict=True), "x", color=_VERDICT_COLORS.get(said, "k"),
+                markersize=9, label=f"outside its band: {said}")  # fmt: skip
+    if len(outside) <= ANNOTATED:  # more would overlap unread; the legend names the marks
+        for x, rate, said in outside:
             ax.annotate(said, (x, rate), textcoords="offset points", xytext=(4, 6),
-                        fontsize=7, color=color)  # fmt: skip
-            ax.plot([x], [rate], marker="x", color=color, markersize=9)
+                        fontsize=7, color=_VERDICT_COLORS.get(said, "k"))  # fmt: skip
     ax.set_xlabel(f"run, oldest first ({runs[0].created_at[:10]} to {runs[-1].created_at[:10]})")
     ax.set_ylabel("samples/s")
-    ax.legend(fontsize=7)
+    # Beside the panel: matplotlib's "best" place is searched against every point drawn, the
+    # slowest part of a report of thousands of runs.
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+
+
+def _said(verdict: str) -> str:
+    """A verdict as the chart writes it beside a run outside its band."""
+    return verdict if verdict != "ok" else f"ok: within {GATE_THRESHOLD:.0%}"
