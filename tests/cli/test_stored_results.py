@@ -15,7 +15,7 @@ from accelbench.analysis.paired import UNDETERMINED, WITHIN, WORSE, PairedAccura
 from accelbench.cli.main import main
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
-from accelbench.exporters import ExportReport, library_output
+from accelbench.exporters import library_output
 from accelbench.render.console import compare_table, verify_table
 from accelbench.store.db import Store
 from accelbench.workflows.verify import Settings, judge_against_baseline
@@ -173,19 +173,35 @@ def test_library_output_is_caught_below_python_and_shown_when_verbose(capfd, mon
     assert "TQDM_DISABLE" not in os.environ  # as it was
 
 
-def test_a_failed_validation_stays_on_the_terminal(tmp_path, monkeypatch, capfd):
+FAILING_EXPORT = textwrap.dedent(
+    """
+    import os
+    import accelbench.exporters.onnx as onnx_exporter
+    from accelbench.exporters.common import ExportReport
+
     def failing(model, stem):
-        os.write(2, b"converter noise\n")
+        os.write(2, b"converter noise\\n")
         report = ExportReport("onnx", str(stem) + ".onnx")
         report.validation = {"ok": False, "error": "ONNX Runtime cannot run it: boom"}
         return report
 
-    monkeypatch.setattr("accelbench.exporters.onnx.export_onnx", failing)
-    assert main(["export", "mlp", "--to", "onnx", "--out", str(tmp_path / "x")]) == 1
-    out, err = capfd.readouterr()
-    assert "FAILED: ONNX Runtime cannot run it: boom" in out
-    assert "converter noise" not in out + err
-    assert "the exporting libraries printed 1 line(s): --verbose shows them" in err
+    onnx_exporter.export_onnx = failing
+    """
+)
+
+
+def test_a_failed_validation_stays_on_the_terminal(tmp_path):
+    # the export runs in a worker, which loads plugins: this one fails ONNX's validation there
+    plugin = tmp_path / "failing_export.py"
+    plugin.write_text(FAILING_EXPORT)
+    out = run_cli(
+        "export", "mlp", "--to", "onnx", "--out", str(tmp_path / "x"),
+        env={"ACCELBENCH_LEVERS": str(plugin)},
+    )  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    assert "FAILED: ONNX Runtime cannot run it: boom" in out.stdout
+    assert "converter noise" not in out.stdout + out.stderr
+    assert "the exporting libraries printed 1 line(s): --verbose shows them" in out.stderr
 
 
 # --- item 11: commands that only read the store import no torch, and `results` is quick ---
