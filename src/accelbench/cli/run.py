@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..core.levels import DEFAULT_POLICY
 from ..core.modes import DEFAULT_MODE
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
-from ..errors import UsageError
+from ..errors import StoreError, UsageError
 from .lever_options import add_lever_options, lever_values
 from .options import (
     Commands,
@@ -39,7 +39,9 @@ from .output import (
 
 if TYPE_CHECKING:
     from ..analysis.explanation import ProfileRequest
-    from ..core.result import RunSpec
+    from ..analysis.history import Placement
+    from ..core.result import Result, RunSpec
+    from ..store.db import Store
     from ..workflows.benchmark import BenchmarkRequest, Plan
 
 DEVICES_HELP = "cpu, cuda, cuda:N, mps, xpu, xpu:N, or all (default)"
@@ -307,9 +309,21 @@ def _left_to_another(spec: RunSpec, holder: str) -> None:
     )
 
 
+def _placed(store: Store, results: list[Result]) -> dict[str, Placement]:
+    """Where each result landed against its earlier runs; none, said in one line, when the
+    store cannot be read (a server away: the results are kept, and the run said where)."""
+    from ..analysis.history import placements
+
+    try:
+        earlier, complete = stored_history(store, results, HISTORY_SCAN)
+    except StoreError as exc:
+        print(f"accelbench: warning: no comparison with earlier runs: {exc}", file=sys.stderr)
+        return {}
+    return placements(results, earlier, complete=complete)
+
+
 def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
     """Run a checked plan, store it, and print its tables (and explanations) or its JSON."""
-    from ..analysis.history import placements
     from ..render.console import explanation_blocks, run_tables
     from ..store.db import Store, is_url
     from ..workflows.benchmark import resumable, run_plan
@@ -324,8 +338,7 @@ def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
         results = run_plan(
             checked, store, resume=resume, quiet=args.quiet, on_elsewhere=_left_to_another
         )
-        earlier, complete = stored_history(store, results, HISTORY_SCAN)
-        history = placements(results, earlier, complete=complete)
+        history = _placed(store, results)
     sweep = checked.sweep.id
     if args.json:
         emit_json(
