@@ -151,10 +151,10 @@ def test_seed_001_models_export_to_onnx_and_convert_to_coreml(tmp_path, name):
     assert len(coreml_report.facts["inputs"]) == 1 and len(coreml_report.facts["outputs"]) == 1
 
 
-def test_an_example_batch_too_large_for_memory_is_one_line(tmp_path):
+def test_an_example_batch_too_large_for_memory_is_one_line(tmp_path, monkeypatch):
     """4e16 bytes: no machine's allocator gives that, and none overcommits it."""
-    workload = get_workload("mlp")
-    workload.input_shape = (10**7,)
+    workload = get_workload("mlp")  # the registry's own object: changed for this test only
+    monkeypatch.setattr(workload, "input_shape", (10**7,))
     with pytest.raises(UsageError, match="out of memory exporting mlp with an example batch of "
                        "1,000,000,000: try a smaller --batch"):  # fmt: skip
         export_model(workload, ["onnx"], tmp_path, EXPORTERS, batch=10**9)

@@ -19,14 +19,7 @@ from .table import new_table, render_table
 
 __all__ = ["changes_table", "compare_table", "results_table"]
 
-_RESULTS_HEADERS = (
-    "id",
-    "when (UTC)",
-    *RESULT_COLUMNS,
-    "vs earlier runs [next run's 95%]",
-    "status",
-    "host",
-)
+_HISTORY_HEADER = "vs earlier runs [next run's 95%]"
 
 
 def results_table(
@@ -38,8 +31,12 @@ def results_table(
     """Stored results, newest first; `history` (by uid) says where each run landed against
     the earlier runs of its configuration on its machine; `read_from`, where they were read
     from only part of the store, which part."""
-    table = new_table(f"{len(results)} stored result(s), newest first", _RESULTS_HEADERS)
     placed = history or {}
+    # the history column only where some listed run has earlier runs: it costs a narrow
+    # terminal its other columns' width
+    shown = any(r.uid in placed for r in results)
+    headers = ("id", "when (UTC)", *RESULT_COLUMNS, *[_HISTORY_HEADER][:shown], "status", "host")
+    table = new_table(f"{len(results)} stored result(s), newest first", headers)
     for r in results:
         m = r.measurement
         table.add_row(
@@ -52,12 +49,12 @@ def results_table(
             _samples(r) if m else "—",
             interval(m.rate, r.samples_per_block) if m else "—",
             number(m.rate.median) if m else "—",
-            _placement(placed.get(r.uid)),
+            *[_placement(placed.get(r.uid))][:shown],
             _status(r),
             r.environment.get("host", ""),
         )
     notes = []
-    if placed:
+    if shown:
         notes.append(
             "vs earlier runs: inside or OUTSIDE the 95% prediction interval (samples/s) of "
             "the earlier runs of its configuration on its machine (the last "
