@@ -186,6 +186,16 @@ class Filters:
                 chosen[name] = value
         return chosen
 
+    def where(self, mark: str, host: str) -> tuple[str, list[object]]:
+        """The WHERE clause and its parameters in a backend's dialect: `mark` its parameter
+        placeholder, `host` its expression for the environment's host."""
+        chosen = self.columns()
+        clauses, params = [f"{name} = {mark}" for name in chosen], list(chosen.values())
+        if self.host:
+            clauses.append(f"{host} = {mark}")
+            params.append(self.host)
+        return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
+
     def describe(self) -> str:
         chosen = [
             f"{f.name}={getattr(self, f.name)}" for f in fields(self) if getattr(self, f.name)

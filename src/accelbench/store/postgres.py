@@ -446,9 +446,4 @@ class PostgresStore(Store):
 
 
 def _where(filters: Filters) -> tuple[str, list[object]]:
-    clauses = [f"{name} = %s" for name in filters.columns()]
-    params: list[object] = list(filters.columns().values())
-    if filters.host:
-        clauses.append("(environment::jsonb ->> 'host') = %s")
-        params.append(filters.host)
-    return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
+    return filters.where("%s", "(environment::jsonb ->> 'host')")

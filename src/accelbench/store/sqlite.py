@@ -293,12 +293,7 @@ class SQLiteStore(Store):
 
 
 def _where(filters: Filters) -> tuple[str, list[object]]:
-    clauses = [f"{name} = ?" for name in filters.columns()]
-    params: list[object] = list(filters.columns().values())
-    if filters.host:
-        clauses.append("json_extract(environment, '$.host') = ?")
-        params.append(filters.host)
-    return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
+    return filters.where("?", "json_extract(environment, '$.host')")
 
 
 _INSERT = (
