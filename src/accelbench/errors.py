@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 # pyproject.toml's optional dependencies that bring a feature's packages (a test keeps them equal)
-EXTRAS = ("models", "power", "report", "export", "prune", "verify", "postgres")
+EXTRAS = ("models", "power", "report", "export", "prune", "verify", "postgres", "serve")
 
 
 class AccelbenchError(Exception):

@@ -1,0 +1,217 @@
+"""MLPerf LoadGen in a process of its own, beside the process that runs the model.
+
+LoadGen calls back into Python for every query it issues (Server: one call per arrival). On a
+lent H200 a hand-written server that held those callbacks in the process launching the model's
+kernels lost its 10 ms bound to the GIL: the launch-bound forward of a batch of 1 took 4.0 ms
+alone and 7.6 ms beside a thread taking the GIL 4,000 times a second (DESIGN.md, Serving). So
+LoadGen lives here, in a spawned interpreter that never imports torch; the model's process
+(engine/batcher) gets the queries over a pipe and sends back the ids it has answered.
+
+LoadGen decides everything a load test means: the arrival schedule, the queries' count, the
+percentiles, the verdict (VALID / INVALID and which check failed, early stopping included). This
+module only sets it up and reads what it wrote (`mlperf_log_detail.txt`, `mlperf_log_summary.txt`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from ..errors import require
+
+__all__ = [
+    "SCENARIOS",
+    "Driver",
+    "LoadResult",
+    "LoadTest",
+    "loadgen",
+    "read_result",
+]
+
+# LoadGen's scenarios that accelbench runs, by their names on the command line
+SCENARIOS = ("singlestream", "offline", "server")
+_LOADGEN_NAMES = {"singlestream": "SingleStream", "offline": "Offline", "server": "Server"}
+# The percentiles LoadGen writes for every scenario, as keys of its detail log
+PERCENTILES = ("50.00", "90.00", "95.00", "97.00", "99.00", "99.90")
+# A path that does not exist: given none, LoadGen reads ./audit.config from the working
+# directory when one is there, and that file changes the test (a compliance audit's settings).
+_NO_AUDIT = "accelbench-no-audit.config"
+
+
+def loadgen() -> Any:
+    """The mlperf_loadgen module, or one line naming the extra that installs it."""
+    return require("mlperf_loadgen", "serve", "serving under load", package="mlcommons-loadgen")
+
+
+@dataclass(frozen=True)
+class LoadTest:
+    """One LoadGen run's settings (seconds here; LoadGen takes ns and ms)."""
+
+    scenario: str
+    min_duration_s: float
+    min_queries: int
+    samples: int  # the query sample library's performance set: indices 0..samples-1
+    latency_bound_s: float = 0.0  # Server: the p99 target; LoadGen's verdict checks it
+    target_qps: float = 0.0  # Server: the Poisson arrival rate; Offline: the expected rate
+    expected_latency_s: float = 0.0  # SingleStream: how LoadGen sizes its pre-generated queries
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What LoadGen wrote about one run: its figures, its verdict and its summary, verbatim."""
+
+    scenario: str
+    target_qps: float
+    valid: bool
+    failed: tuple[str, ...]  # LoadGen's checks that failed (empty when VALID)
+    qps: float  # completed samples per second (Offline: its throughput)
+    latency_s: dict[str, float]  # percentile ("99.00") -> seconds, LoadGen's own
+    queries: int
+    late: int  # queries over the latency bound (Server), LoadGen's count
+    errors: int
+    summary: str
+
+
+def read_result(logs: Path, test: LoadTest) -> LoadResult:
+    """The run LoadGen logged in `logs`: its detail log's figures, and its summary text."""
+    detail = _detail(logs / "mlperf_log_detail.txt")
+    checks = {
+        "performance constraints (latency)": detail.get("result_perf_constraints_met"),
+        "minimum duration": detail.get("result_min_duration_met"),
+        "minimum query count": detail.get("result_min_queries_met"),
+        "early stopping": detail.get("early_stopping_met"),
+    }
+    rate = detail.get("result_completed_samples_per_sec", detail.get("result_samples_per_second"))
+    return LoadResult(
+        scenario=test.scenario,
+        target_qps=test.target_qps,
+        valid=detail.get("result_validity") == "VALID",
+        failed=tuple(name for name, met in checks.items() if met is False),
+        qps=float(rate or 0.0),
+        latency_s={p: detail[f"result_{p}_percentile_latency_ns"] / 1e9 for p in PERCENTILES},
+        queries=int(detail.get("result_query_count", 0)),
+        late=int(detail.get("result_overlatency_query_count", 0)),
+        errors=int(detail.get("num_errors", 0)),
+        summary=(logs / "mlperf_log_summary.txt").read_text(errors="replace"),
+    )
+
+
+def _detail(path: Path) -> dict[str, Any]:
+    """The detail log's `:::MLLOG {json}` lines as key -> value (the last one of a key wins)."""
+    values: dict[str, Any] = {}
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith(":::MLLOG "):
+            entry = json.loads(line[len(":::MLLOG ") :])
+            values[entry["key"]] = entry["value"]
+    return values
+
+
+class Driver:
+    """The LoadGen process, seen from the model's: start it, run tests one after another (the
+    model's process answering meanwhile, `engine/batcher`), stop it.
+
+    It is a fresh interpreter (`python -m accelbench.engine.loadgen`), not a multiprocessing
+    child: a fork would copy torch's threads, and spawn would run the caller's main module
+    again. Two socket pairs carry the queries and the answers; its standard error goes to
+    `logs`, so that a failure there can be told in one line."""
+
+    def __init__(self, logs: Path) -> None:
+        self.stderr = logs / "loadgen-stderr.txt"
+        ours, theirs = zip(*(socket.socketpair() for _ in range(2)), strict=True)
+        with self.stderr.open("wb") as errors:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", __name__, *(str(s.fileno()) for s in theirs)],
+                pass_fds=[s.fileno() for s in theirs],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+            )
+        for end in theirs:
+            end.close()  # its death then reads as EOFError here
+        self.requests = Connection(ours[0].detach())  # queries: LoadGen -> model
+        self.responses = Connection(ours[1].detach())  # answers: model -> LoadGen
+
+    def start(self, test: LoadTest, logs: Path) -> None:
+        """Begin `test`; its queries arrive on `requests` until ("done", None)."""
+        self.responses.send(("test", test, str(logs)))
+
+    def why_ended(self) -> str:
+        """Its last line of standard error, or its exit code, for a process that ended early."""
+        lines = self.stderr.read_text(errors="replace").strip().splitlines()
+        return lines[-1] if lines else f"exit code {self.process.poll()}"
+
+    def stop(self, timeout: float = 10.0) -> None:
+        with contextlib.suppress(OSError):  # it has ended already
+            self.responses.send(("quit",))
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.requests.close()
+        self.responses.close()
+
+
+def _drive(requests: Connection, responses: Connection) -> None:
+    """The LoadGen process's main thread: answers from the model reach LoadGen from here; each
+    test runs in a thread of its own (LoadGen's StartTest blocks until the test is over)."""
+    lg = loadgen()
+    running: threading.Thread | None = None
+    while True:
+        message = responses.recv()
+        if message[0] == "answered":
+            lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i in message[1]])
+        elif message[0] == "test":
+            running = threading.Thread(target=_test, args=(lg, message[1], message[2], requests))
+            running.start()
+        else:  # "quit"
+            if running is not None:
+                running.join()
+            return
+
+
+def _test(lg: Any, test: LoadTest, logs: str, requests: Connection) -> None:
+    """One LoadGen run; its issue callback forwards each query's (id, sample index)."""
+
+    def issue(samples: Any) -> None:
+        requests.send(("issue", [(s.id, s.index) for s in samples]))
+
+    sut = lg.ConstructSUT(issue, lambda: None)
+    qsl = lg.ConstructQSL(test.samples, test.samples, lambda _: None, lambda _: None)
+    log = lg.LogSettings()
+    log.log_output.outdir = logs
+    log.log_output.copy_summary_to_stdout = False
+    try:
+        lg.StartTestWithLogSettings(sut, qsl, _settings(lg, test), log, str(Path(logs) / _NO_AUDIT))
+    finally:
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(sut)
+        requests.send(("done", None))
+
+
+def _settings(lg: Any, test: LoadTest) -> Any:
+    settings = lg.TestSettings()
+    settings.scenario = getattr(lg.TestScenario, _LOADGEN_NAMES[test.scenario])
+    settings.mode = lg.TestMode.PerformanceOnly
+    settings.min_duration_ms = max(1, round(test.min_duration_s * 1000))
+    settings.min_query_count = test.min_queries
+    if test.scenario == "server":
+        settings.server_target_qps = test.target_qps
+        settings.server_target_latency_ns = round(test.latency_bound_s * 1e9)
+    elif test.scenario == "offline":
+        settings.offline_expected_qps = test.target_qps
+    else:
+        settings.single_stream_expected_latency_ns = max(1, round(test.expected_latency_s * 1e9))
+    return settings
+
+
+if __name__ == "__main__":  # the LoadGen process: its two socket ends' descriptors
+    _drive(Connection(int(sys.argv[1])), Connection(int(sys.argv[2])))

@@ -1,0 +1,254 @@
+"""Serving under load: the model answers MLPerf LoadGen's scenarios (engine/loadgen), its
+queries batched dynamically (engine/batcher), in a worker process like every measurement.
+
+What it finds, each from LoadGen's own runs and verdicts:
+- SingleStream: one query at a time; its p90 (LoadGen's metric) and p99 latency.
+- Offline: every query at once; the throughput.
+- Server: Poisson arrivals at a target rate; the highest target whose run LoadGen judges VALID
+  with its p99 within `latency_bound_s` (its latency check and its early-stopping check), found
+  by bisection between 0 and Offline's throughput in at most `search_steps` runs and
+  `search_budget_s` seconds. Server needs Offline (its ceiling, and the Server/Offline ratio)
+  and SingleStream (one query at a time is the least any load costs: a bound below its p99 is
+  one no load can meet, said instead of searched), so asking for it runs both.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import UsageError, WorkloadError
+from .batcher import Batcher
+from .loadgen import SCENARIOS, Driver, LoadResult, LoadTest, read_result
+
+if TYPE_CHECKING:
+    from ..levers import Prepared
+
+__all__ = [
+    "SCENARIOS",
+    "ScenarioRun",
+    "ServeReport",
+    "ServeSettings",
+    "ServerSearch",
+    "forward_batches",
+    "serve",
+    "warm_up",
+]
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """How to serve: checked as it is made (UsageError, one line, naming what is valid)."""
+
+    scenarios: tuple[str, ...] = SCENARIOS
+    latency_bound_s: float = 0.010  # Server's p99 bound
+    max_batch: int = 64  # the most queries one batch takes
+    wait_s: float = 0.002  # the longest the oldest query waits for others to join its batch
+    duration_s: float = 2.0  # each LoadGen run's minimum duration
+    min_queries: int = 1024  # each run's minimum query count (early stopping needs >= 459)
+    search_steps: int = 6  # Server: bisection runs; the result is within Offline / 2**steps
+    search_budget_s: float = 150.0  # Server: no run starts that would end past this
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.scenarios if s not in SCENARIOS]
+        if unknown or not self.scenarios:
+            raise UsageError(f"unknown scenario {unknown[:1]}; valid: {', '.join(SCENARIOS)}")
+        for name in ("latency_bound_s", "duration_s", "search_budget_s"):
+            _positive(name, getattr(self, name))
+        if not (math.isfinite(self.wait_s) and self.wait_s >= 0):
+            raise UsageError(f"the wait bound must be 0 s or more, not {self.wait_s!r}")
+        for name in ("max_batch", "min_queries", "search_steps"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise UsageError(f"{name} must be a positive integer, not {value!r}")
+
+    def runs(self) -> tuple[str, ...]:
+        """The scenarios to run, in order: Server's search needs the other two first."""
+        wanted = set(self.scenarios)
+        if "server" in wanted:
+            wanted |= {"singlestream", "offline"}
+        return tuple(s for s in SCENARIOS if s in wanted)
+
+
+def _positive(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
+
+
+@dataclass(frozen=True)
+class ScenarioRun:
+    """One LoadGen run and the batch sizes the batcher formed in it (size -> count)."""
+
+    result: LoadResult
+    batches: dict[int, int]
+
+
+@dataclass(frozen=True)
+class ServerSearch:
+    """Server's search: every run tried, the best VALID one, and what bounds the answer."""
+
+    bound_s: float
+    tried: tuple[ScenarioRun, ...]
+    best: ScenarioRun | None  # the highest target LoadGen judged VALID
+    failed_above: float | None  # the lowest target that failed (None: none did)
+    elapsed_s: float
+    why_none: str = ""  # when best is None: why no target met the bound
+
+    @property
+    def qps(self) -> float | None:
+        return self.best.result.target_qps if self.best else None
+
+
+@dataclass(frozen=True)
+class ServeReport:
+    settings: ServeSettings
+    runs: dict[str, ScenarioRun] = field(default_factory=dict)  # SingleStream, Offline
+    server: ServerSearch | None = None
+
+    @property
+    def server_to_offline(self) -> float | None:
+        """Server's QPS at the bound over Offline's throughput, on the same settings."""
+        offline = self.runs.get("offline")
+        if self.server is None or self.server.qps is None or offline is None:
+            return None
+        return self.server.qps / offline.result.qps if offline.result.qps > 0 else None
+
+
+class _Session:
+    """LoadGen's process and the batcher, for one model made ready, across its runs."""
+
+    def __init__(self, settings: ServeSettings, run_batch: Callable[[int], None]) -> None:
+        self.settings, self.run_batch = settings, run_batch
+        self.batcher = Batcher(settings.max_batch, settings.wait_s)
+        self.logs = Path(tempfile.mkdtemp(prefix="accelbench-loadgen-"))
+        self.driver = Driver(self.logs)
+        self.count = 0
+
+    def run(self, test: LoadTest) -> ScenarioRun:
+        self.count += 1
+        logs = self.logs / f"{self.count:02d}-{test.scenario}"
+        logs.mkdir()
+        self.driver.start(test, logs)
+        try:
+            formed = self.batcher.serve(self.driver.requests, self.driver.responses, self.run_batch)
+        except (EOFError, OSError):
+            raise WorkloadError(f"LoadGen's process ended: {self.driver.why_ended()}") from None
+        return ScenarioRun(read_result(logs, test), dict(sorted(formed.items())))
+
+    def test(self, scenario: str, **values: float) -> LoadTest:
+        s = self.settings
+        return LoadTest(
+            scenario=scenario,
+            min_duration_s=s.duration_s,
+            min_queries=s.min_queries,
+            samples=s.max_batch,
+            latency_bound_s=s.latency_bound_s,
+            **values,
+        )
+
+
+def serve(settings: ServeSettings, run_batch: Callable[[int], None], batch_s: float) -> ServeReport:
+    """Run `settings`' scenarios against `run_batch(n)` (n samples through the model, the device
+    synchronized), in this process; LoadGen runs in a process of its own. `batch_s`: one full
+    batch's time after warm-up, from which LoadGen sizes its first runs."""
+    session = _Session(settings, run_batch)
+    try:
+        return _scenarios(session, batch_s)
+    finally:
+        session.driver.stop()
+
+
+def _scenarios(session: _Session, batch_s: float) -> ServeReport:
+    settings = session.settings
+    runs: dict[str, ScenarioRun] = {}
+    if "singlestream" in settings.runs():
+        test = session.test("singlestream", expected_latency_s=batch_s / settings.max_batch)
+        runs["singlestream"] = session.run(test)
+    if "offline" in settings.runs():
+        expected = settings.max_batch / batch_s
+        runs["offline"] = session.run(session.test("offline", target_qps=expected))
+    search = _search(session, runs) if "server" in settings.runs() else None
+    return ServeReport(settings, runs, search)
+
+
+def _search(session: _Session, runs: dict[str, ScenarioRun]) -> ServerSearch:
+    """Bisection over Server's target QPS, between 0 and Offline's throughput."""
+    started = time.monotonic()
+    bound = session.settings.latency_bound_s
+    alone = runs["singlestream"].result.latency_s["99.00"]
+    if alone > bound:
+        why = (
+            f"even one request at a time takes {alone * 1e3:.3g} ms at p99; "
+            f"the bound is {bound * 1e3:.3g} ms"
+        )
+        return ServerSearch(bound, (), None, None, time.monotonic() - started, why)
+    low, high = 0.0, runs["offline"].result.qps
+    tried: list[ScenarioRun] = []
+    best: ScenarioRun | None = None
+    failed: float | None = None
+    for _ in range(session.settings.search_steps):
+        target = (low + high) / 2
+        if not _fits(session, target, time.monotonic() - started):
+            break
+        run = session.run(session.test("server", target_qps=target))
+        tried.append(run)
+        if run.result.valid:
+            low, best = target, run
+        else:
+            high, failed = target, target
+    why = "" if best else f"no target met the bound, down to {high:.4g} QPS"
+    return ServerSearch(bound, tuple(tried), best, failed, time.monotonic() - started, why)
+
+
+def _fits(session: _Session, target: float, spent_s: float) -> bool:
+    """Whether a Server run at `target` ends within the search's budget (it lasts its minimum
+    duration or its minimum queries' arrivals, whichever is longer)."""
+    s = session.settings
+    expected = max(s.duration_s, s.min_queries / target) if target > 0 else math.inf
+    return spent_s + expected <= s.search_budget_s
+
+
+def forward_batches(prep: Prepared, graphs: bool) -> Callable[[int], None]:
+    """`run_batch(n)`: the first n samples of the prepared batch through the model, under
+    inference_mode and the configuration's autocast, then the device synchronized. With
+    `graphs`, each batch size is captured in a CUDA graph of its own when first asked for
+    (LoadGen's queries are the samples already on the device, as its sample library loads
+    them before a test: no copy from the host is timed)."""
+    import torch
+
+    inputs, model, workload, device = prep.batch[0], prep.model, prep.workload, prep.device
+    steps: dict[int, Callable[[], None]] = {}
+
+    def step_of(size: int) -> Callable[[], None]:
+        def step() -> None:
+            with torch.inference_mode(), prep.autocast():
+                workload.forward(model, inputs[:size])
+
+        return device.capture_graph(step) if graphs else step
+
+    def run_batch(size: int) -> None:
+        if size not in steps:
+            steps[size] = step_of(size)
+        steps[size]()
+        device.synchronize()
+
+    return run_batch
+
+
+def warm_up(run_batch: Callable[[int], None], max_batch: int, rounds: int = 2) -> float:
+    """Run every batch size the batcher may form (each is compiled, autotuned or captured on
+    its first call), then time full batches; one full batch's seconds (the median of 5)."""
+    for _ in range(rounds):
+        for size in range(1, max_batch + 1):
+            run_batch(size)
+    times = []
+    for _ in range(5):
+        begun = time.perf_counter()
+        run_batch(max_batch)
+        times.append(time.perf_counter() - begun)
+    return sorted(times)[2]
