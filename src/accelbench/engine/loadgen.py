@@ -75,6 +75,7 @@ class LoadResult:
     qps: float  # completed samples per second (Offline: its throughput)
     latency_s: dict[str, float]  # percentile ("99.00") -> seconds, LoadGen's own
     queries: int
+    samples: int  # queries x samples per query (Offline: one query of them all)
     late: int  # queries over the latency bound (Server), LoadGen's count
     errors: int
     summary: str
@@ -98,6 +99,8 @@ def read_result(logs: Path, test: LoadTest) -> LoadResult:
         qps=float(rate or 0.0),
         latency_s={p: detail[f"result_{p}_percentile_latency_ns"] / 1e9 for p in PERCENTILES},
         queries=int(detail.get("result_query_count", 0)),
+        samples=int(detail.get("result_query_count", 0))
+        * int(detail.get("generated_samples_per_query", 1)),
         late=int(detail.get("result_overlatency_query_count", 0)),
         errors=int(detail.get("num_errors", 0)),
         summary=(logs / "mlperf_log_summary.txt").read_text(errors="replace"),

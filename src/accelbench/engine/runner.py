@@ -309,9 +309,7 @@ def _recorded(
     if fallbacks is not None:
         recorded[CPU_FALLBACK_OPS] = list(dict.fromkeys(fallbacks))
     if GENERATION in recorded:  # every generation's phases, logged: keep the timed ones'
-        recorded[GENERATION] = recorded[GENERATION].summary(
-            measurement, spec.steps_per_block
-        )
+        recorded[GENERATION] = recorded[GENERATION].summary(measurement, spec.steps_per_block)
     return recorded
 
 

@@ -55,5 +55,5 @@ def _serve_in_worker(job: _ServeJob, tell: Any) -> ServeReport:
         prep = build_torch(job.spec, workload, device)
         graphs = bool(job.spec.lever("cuda_graphs", False))
         run_batch = forward_batches(prep, graphs)
-        batch_s = warm_up(run_batch, job.settings.max_batch)
-        return serve(job.settings, run_batch, batch_s)
+        warm = warm_up(run_batch, job.settings.max_batch)
+        return serve(job.settings, run_batch, warm)

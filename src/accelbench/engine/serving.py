@@ -35,6 +35,7 @@ __all__ = [
     "ServeReport",
     "ServeSettings",
     "ServerSearch",
+    "Warm",
     "forward_batches",
     "serve",
     "warm_up",
@@ -53,13 +54,17 @@ class ServeSettings:
     min_queries: int = 1024  # each run's minimum query count (early stopping needs >= 459)
     search_steps: int = 6  # Server: bisection runs; the result is within Offline / 2**steps
     search_budget_s: float = 150.0  # Server: no run starts that would end past this
+    server_qps: float | None = None  # Server: one run at this target instead of the search
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.scenarios if s not in SCENARIOS]
         if unknown or not self.scenarios:
-            raise UsageError(f"unknown scenario {unknown[:1]}; valid: {', '.join(SCENARIOS)}")
+            what = f"unknown scenario {unknown[0]!r}" if unknown else "no scenario given"
+            raise UsageError(f"{what}; valid: {', '.join(SCENARIOS)}")
         for name in ("latency_bound_s", "duration_s", "search_budget_s"):
             _positive(name, getattr(self, name))
+        if self.server_qps is not None and not _is_positive(self.server_qps):
+            raise UsageError(f"the Server target must be a positive QPS, not {self.server_qps!r}")
         if not (math.isfinite(self.wait_s) and self.wait_s >= 0):
             raise UsageError(f"the wait bound must be 0 s or more, not {self.wait_s!r}")
         for name in ("max_batch", "min_queries", "search_steps"):
@@ -75,8 +80,12 @@ class ServeSettings:
         return tuple(s for s in SCENARIOS if s in wanted)
 
 
+def _is_positive(value: float) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
 def _positive(name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+    if not _is_positive(value):
         raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
 
 
@@ -119,6 +128,15 @@ class ServeReport:
         return self.server.qps / offline.result.qps if offline.result.qps > 0 else None
 
 
+@dataclass(frozen=True)
+class Warm:
+    """Seconds a batch takes once warm: of one sample, and of `max_batch`; LoadGen sizes its
+    SingleStream and Offline runs from them."""
+
+    single_s: float
+    full_s: float
+
+
 class _Session:
     """LoadGen's process and the batcher, for one model made ready, across its runs."""
 
@@ -152,28 +170,38 @@ class _Session:
         )
 
 
-def serve(settings: ServeSettings, run_batch: Callable[[int], None], batch_s: float) -> ServeReport:
+def serve(settings: ServeSettings, run_batch: Callable[[int], None], warm: Warm) -> ServeReport:
     """Run `settings`' scenarios against `run_batch(n)` (n samples through the model, the device
-    synchronized), in this process; LoadGen runs in a process of its own. `batch_s`: one full
-    batch's time after warm-up, from which LoadGen sizes its first runs."""
+    synchronized), in this process; LoadGen runs in a process of its own. `warm`: the batches'
+    times after warm-up, from which LoadGen's runs are sized."""
     session = _Session(settings, run_batch)
     try:
-        return _scenarios(session, batch_s)
+        return _scenarios(session, warm)
     finally:
         session.driver.stop()
 
 
-def _scenarios(session: _Session, batch_s: float) -> ServeReport:
+def _scenarios(session: _Session, warm: Warm) -> ServeReport:
     settings = session.settings
     runs: dict[str, ScenarioRun] = {}
     if "singlestream" in settings.runs():
-        test = session.test("singlestream", expected_latency_s=batch_s / settings.max_batch)
-        runs["singlestream"] = session.run(test)
+        runs["singlestream"] = session.run(
+            session.test("singlestream", expected_latency_s=warm.single_s)
+        )
     if "offline" in settings.runs():
-        expected = settings.max_batch / batch_s
-        runs["offline"] = session.run(session.test("offline", target_qps=expected))
+        runs["offline"] = _offline(session, settings.max_batch / warm.full_s)
     search = _search(session, runs) if "server" in settings.runs() else None
     return ServeReport(settings, runs, search)
+
+
+def _offline(session: _Session, expected_qps: float) -> ScenarioRun:
+    """Offline issues expected rate x minimum duration samples at once: served faster than the
+    warm-up said, they end before the minimum duration and LoadGen rules the run INVALID; once,
+    the run is repeated at the rate it reached, with a margin."""
+    run = session.run(session.test("offline", target_qps=expected_qps))
+    if "minimum duration" in run.result.failed and run.result.qps > expected_qps:
+        run = session.run(session.test("offline", target_qps=1.5 * run.result.qps))
+    return run
 
 
 def _search(session: _Session, runs: dict[str, ScenarioRun]) -> ServerSearch:
@@ -187,6 +215,8 @@ def _search(session: _Session, runs: dict[str, ScenarioRun]) -> ServerSearch:
             f"the bound is {bound * 1e3:.3g} ms"
         )
         return ServerSearch(bound, (), None, None, time.monotonic() - started, why)
+    if session.settings.server_qps is not None:
+        return _fixed(session, session.settings.server_qps, started)
     low, high = 0.0, runs["offline"].result.qps
     tried: list[ScenarioRun] = []
     best: ScenarioRun | None = None
@@ -203,6 +233,15 @@ def _search(session: _Session, runs: dict[str, ScenarioRun]) -> ServerSearch:
             high, failed = target, target
     why = "" if best else f"no target met the bound, down to {high:.4g} QPS"
     return ServerSearch(bound, tuple(tried), best, failed, time.monotonic() - started, why)
+
+
+def _fixed(session: _Session, target: float, started: float) -> ServerSearch:
+    """One Server run at the target the user gave: its verdict is the answer."""
+    bound = session.settings.latency_bound_s
+    run = session.run(session.test("server", target_qps=target))
+    best, failed = (run, None) if run.result.valid else (None, target)
+    why = "" if best else f"LoadGen judged {target:.4g} QPS INVALID: {', '.join(run.result.failed)}"
+    return ServerSearch(bound, (run,), best, failed, time.monotonic() - started, why)
 
 
 def _fits(session: _Session, target: float, spent_s: float) -> bool:
@@ -240,15 +279,19 @@ def forward_batches(prep: Prepared, graphs: bool) -> Callable[[int], None]:
     return run_batch
 
 
-def warm_up(run_batch: Callable[[int], None], max_batch: int, rounds: int = 2) -> float:
+def warm_up(run_batch: Callable[[int], None], max_batch: int, rounds: int = 2) -> Warm:
     """Run every batch size the batcher may form (each is compiled, autotuned or captured on
-    its first call), then time full batches; one full batch's seconds (the median of 5)."""
+    its first call), then time batches of 1 and of `max_batch` (the median of 5 each)."""
     for _ in range(rounds):
         for size in range(1, max_batch + 1):
             run_batch(size)
+    return Warm(_median_s(run_batch, 1), _median_s(run_batch, max_batch))
+
+
+def _median_s(run_batch: Callable[[int], None], size: int) -> float:
     times = []
     for _ in range(5):
         begun = time.perf_counter()
-        run_batch(max_batch)
+        run_batch(size)
         times.append(time.perf_counter() - begun)
     return sorted(times)[2]
