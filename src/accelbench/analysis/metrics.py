@@ -25,20 +25,15 @@ from ..devices.peaks import known_peaks
 from ..devices.state import PROBE_MACHINE_STATE, MachineState
 from ..workloads import Workload
 from ..workloads.base import channels_last_refusal
-from ..workloads.llm import LanguageModel
 from .explanation import Explanation
 from .facts import (
     ACHIEVED_FLOPS,
     CHANNELS_LAST_APPLIES,
-    DECODE_FLOPS_PER_SEQUENCE,
     FLOPS_PER_SAMPLE,
-    GENERATION,
     MFU,
     PEAK_FLOPS,
     PEAK_SOURCE,
-    PREFILL_FLOPS_PER_SEQUENCE,
     TENSORS_ONLY,
-    Generation,
     Probe,
     Pruning,
 )
@@ -79,17 +74,10 @@ def _count_on(workload: Workload, mode: str, device: torch.device, count: Any) -
 def model_facts(workload: Workload, spec: RunSpec) -> dict[str, Any]:
     """What the parent needs to know of the model to derive its figures, found by running the
     model's code here, in the worker: FLOPs per sample of the mode's step, whether its forward
-    takes channels_last inputs, and a generation's forward FLOPs (prefill and decode step)."""
-    if mode_of(spec).decodes:
-        if not isinstance(workload, LanguageModel) or spec.prompt_length is None:
-            return {}
-        from .bandwidth import count_prefill_flops
-
-        return {
-            PREFILL_FLOPS_PER_SEQUENCE: count_prefill_flops(workload, spec.prompt_length),
-            # a one-token forward is the decode step's work but its attention over the cache
-            DECODE_FLOPS_PER_SEQUENCE: count_prefill_flops(workload, 1),
-        }
+    takes channels_last inputs; or what the mode itself counts (`Mode.model_facts`)."""
+    own = mode_of(spec).model_facts(workload, spec)
+    if own is not None:
+        return own
     return {
         FLOPS_PER_SAMPLE: count_flops_per_sample(workload, spec.mode),
         CHANNELS_LAST_APPLIES: channels_last_applies(workload),
@@ -115,8 +103,9 @@ class Analyzer:
         configuration on the same machine, lends the verdict its busy share."""
         if result.measurement is None:
             return result
-        if mode_of(result.spec).decodes:  # its phases have figures of their own
-            return self._generation(result, device)
+        own = mode_of(result.spec).derive(result, self.peaks(device))
+        if own is not None:  # a mode with figures of its own (a generation's phases)
+            return own
         # Channel pruning made the model itself cheaper: its worker counted the pruned model.
         pruning = result.facts.get(Pruning)
         per_sample = _number(result.metrics.get(FLOPS_PER_SAMPLE))
@@ -127,19 +116,6 @@ class Analyzer:
             result, per_sample, self.peaks(device), device, channels_last, witness
         )
         return replace(result, metrics={**result.metrics, **figures})
-
-    def _generation(self, result: Result, device: Device) -> Result:
-        """A generation's bandwidth share and prefill MFU (analysis/bandwidth)."""
-        from .bandwidth import generation_figures
-
-        found, spec, metrics = result.facts.get(Generation), result.spec, result.metrics
-        if found is None:
-            return result
-        prefill = _number(metrics.get(PREFILL_FLOPS_PER_SEQUENCE))
-        decode = _number(metrics.get(DECODE_FLOPS_PER_SEQUENCE))
-        figures = generation_figures(found, spec.precision, self.peaks(device), prefill, decode)
-        group = {**metrics[GENERATION], **figures}
-        return replace(result, metrics={**metrics, GENERATION: group})
 
     def _figures(
         self,

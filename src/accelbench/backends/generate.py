@@ -21,8 +21,10 @@ from torch import nn
 from ..analysis.bandwidth import kv_cache_bytes, mean_decode_length
 from ..analysis.drift import cached, compare_generations, kept_positions, logit_figures
 from ..analysis.facts import GENERATION, Generation
+from ..core.result import RunSpec
 from ..core.stats import Measurement
 from ..levers import Prepared
+from ..modes.generate import NEW_TOKENS, PROMPT_LENGTH
 from ..workloads.llm import KVLayout, LanguageModel, forward_with_cache
 
 __all__ = [
@@ -182,11 +184,11 @@ class GenerationLog:
 def generation_step(prep: Prepared, clock: Clock = time.perf_counter) -> Callable[[], None]:
     """The timed step of a generate configuration: one generation, logged in `prep.info`."""
     spec, workload, model = prep.spec, prep.workload, prep.model
-    assert isinstance(workload, LanguageModel) and spec.new_tokens and spec.prompt_length
+    assert isinstance(workload, LanguageModel)
     weights = list(model.parameters())  # each tensor once, tied embeddings included
     log = GenerationLog(
-        prompt_length=spec.prompt_length,
-        new_tokens=spec.new_tokens,
+        prompt_length=PROMPT_LENGTH.of(spec),
+        new_tokens=NEW_TOKENS.of(spec),
         batch_size=spec.batch_size,
         weight_bytes=sum(p.numel() * p.element_size() for p in weights),
         layout=workload.kv_layout(),
@@ -211,8 +213,9 @@ def generation_drift(prep: Prepared, seed: int = 0) -> dict[str, Any]:
     at each step are compared with fp32's there (`compare_generations`). One free generation
     too gives the leading tokens that agree, as information."""
     spec, workload = prep.spec, prep.workload
-    assert isinstance(workload, LanguageModel) and spec.new_tokens and spec.prompt_length
-    key = f"generate-b{spec.batch_size}-p{spec.prompt_length}-n{spec.new_tokens}-s{seed}"
+    assert isinstance(workload, LanguageModel)
+    prompt, new = PROMPT_LENGTH.of(spec), NEW_TOKENS.of(spec)
+    key = f"generate-b{spec.batch_size}-p{prompt}-n{new}-s{seed}"
     reference = cached(key, lambda: _reference_generation(workload, spec, seed))
     kept = KeptLogits(*reference["kept"].shape[:2])
     forced = _generate(prep, reference["tokens"].to(prep.batch[0].device), on_logits=kept)
@@ -257,12 +260,11 @@ def _generate(
     on_logits: Callable[[torch.Tensor], None] | None = None,
 ) -> Phases:
     """One generation of the configuration `prep` holds, as its timed step runs it."""
-    assert prep.spec.new_tokens
     with torch.inference_mode(), prep.autocast():
         return generate_once(
             prep.model,
             prep.batch[0],
-            prep.spec.new_tokens,
+            NEW_TOKENS.of(prep.spec),
             prep.device.synchronize,
             clock,
             cache=prep.kv_cache,
@@ -272,18 +274,15 @@ def _generate(
         )
 
 
-def _reference_generation(workload: LanguageModel, spec: Any, seed: int) -> dict[str, Any]:
+def _reference_generation(workload: LanguageModel, spec: RunSpec, seed: int) -> dict[str, Any]:
     torch.manual_seed(seed)  # as build() does: the same weights, then the same prompt
     model = workload.build_model().eval()
     generator = torch.Generator().manual_seed(seed)
-    prompt = workload.prompt(generator, spec.batch_size, spec.prompt_length)
-    kept = KeptLogits(
-        *kept_positions(spec.batch_size, spec.new_tokens, workload.vocab_size), figures=True
-    )
+    new = NEW_TOKENS.of(spec)
+    prompt = workload.prompt(generator, spec.batch_size, PROMPT_LENGTH.of(spec))
+    kept = KeptLogits(*kept_positions(spec.batch_size, new, workload.vocab_size), figures=True)
     with torch.inference_mode():
-        phases = generate_once(
-            model, prompt, spec.new_tokens, lambda: None, keep_logits=True, on_logits=kept
-        )
+        phases = generate_once(model, prompt, new, lambda: None, keep_logits=True, on_logits=kept)
     assert phases.first_logits is not None
     return {
         "tokens": phases.tokens,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..core.modes import DEFAULT_MODE
 from .lever_options import add_lever_options, lever_values
+from .mode_options import add_mode_options, mode_arg_values
 from .options import (
     Commands,
     add_model_options,
@@ -43,6 +44,7 @@ def add_parser(commands: Commands) -> None:
         "--mode", choices=registered_modes(), default=DEFAULT_MODE, help=f"default: {DEFAULT_MODE}"
     )
     config.add_argument("--batch-size", type=count(1), metavar="N", help="default: the workload's")
+    add_mode_options(config, single=True)
     add_lever_options(explain, {config.title or "": config})
     add_timing(explain.add_argument_group("timing"))
     add_profile_options(explain.add_argument_group("trace"), always=True)
@@ -60,6 +62,7 @@ def request_from(args: argparse.Namespace) -> BenchmarkRequest:
         modes=(args.mode,),
         batch_sizes=(args.batch_size,),
         levers=lever_values(args),
+        mode_args=mode_arg_values(args),
         epochs=args.epochs,
         max_time=args.max_time,
         warmup=args.warmup,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from .mode_options import add_mode_options, mode_arg_values
 from .options import (
     Commands,
     ListOf,
@@ -58,7 +59,7 @@ def add_parser(commands: Commands) -> None:
     optimize.add_argument(
         "--batch-size", type=count(1), metavar="N", help="default: the workload's"
     )
-    _add_generation(optimize)
+    add_mode_options(optimize.add_argument_group("the mode's own options"), single=True)
     _add_drift(optimize)
     groups, usual = ladder_groups(), default_groups()  # the registry's: it imports no torch
     opt_in = [g for g in groups if g not in usual]
@@ -73,22 +74,6 @@ def add_parser(commands: Commands) -> None:
     _add_timing(optimize)
     add_output_options(optimize, progress=True)
     optimize.set_defaults(handler=handle)
-
-
-def _add_generation(optimize: argparse.ArgumentParser) -> None:
-    optimize.add_argument(
-        "--prompt-length",
-        type=count(1),
-        metavar="N",
-        help="--mode generate: prompt tokens (default: the model's, 128 for gpt2)",
-    )
-    optimize.add_argument(
-        "--new-tokens",
-        type=count(1),
-        metavar="N",
-        help="--mode generate: tokens decoded after the prompt, exactly (default: the "
-        "model's, 32 for gpt2)",
-    )
 
 
 def _add_drift(optimize: argparse.ArgumentParser) -> None:
@@ -150,7 +135,13 @@ def request_from(args: argparse.Namespace) -> OptimizeRequest:
     from ..workflows.optimize_plan import OptimizeRequest
 
     tolerance = Tolerance(args.tolerance, args.min_top1, args.logit_tolerance)
-    return from_args(OptimizeRequest, args, workload=workload_ref(args), tolerance=tolerance)
+    return from_args(
+        OptimizeRequest,
+        args,
+        workload=workload_ref(args),
+        tolerance=tolerance,
+        mode_args={name: values[0] for name, values in mode_arg_values(args).items()},
+    )
 
 
 def handle(args: argparse.Namespace) -> int:

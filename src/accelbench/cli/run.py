@@ -12,6 +12,7 @@ from ..core.modes import DEFAULT_MODE
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
 from ..errors import StoreError, UsageError
 from .lever_options import add_lever_options, lever_values
+from .mode_options import add_mode_options, mode_arg_values
 from .options import (
     Commands,
     ListOf,
@@ -91,7 +92,7 @@ def _add_configurations(matrix: argparse._ArgumentGroup) -> None:
         metavar="LIST",
         help="batch sizes (default: the workload's)",
     )
-    _add_generation(matrix)
+    add_mode_options(matrix)  # each mode's own axes: they multiply its configurations only
     matrix.add_argument(
         "--backends",
         type=ListOf(OneOf(BACKENDS)),
@@ -101,25 +102,6 @@ def _add_configurations(matrix: argparse._ArgumentGroup) -> None:
         "execution provider of the device), or one provider such as onnxruntime-cpu; coreml "
         "(macOS: inference on the model converted to Core ML, one row per compute-unit setting "
         "on the mps device), or one setting such as coreml-cpu-and-ne (default: torch)",
-    )
-
-
-def _add_generation(matrix: argparse._ArgumentGroup) -> None:
-    """Mode generate's own axes: they multiply its configurations only."""
-    matrix.add_argument(
-        "--prompt-lengths",
-        type=ListOf(count(1)),
-        default=(None,),
-        metavar="LIST",
-        help="--modes generate: prompt tokens (default: the model's, 128 for gpt2)",
-    )
-    matrix.add_argument(
-        "--new-tokens",
-        type=ListOf(count(1)),
-        default=(None,),
-        metavar="LIST",
-        help="--modes generate: tokens decoded after the prompt, exactly, no end token stops "
-        "them (default: the model's, 32 for gpt2)",
     )
 
 
@@ -283,6 +265,7 @@ def request_from(args: argparse.Namespace) -> BenchmarkRequest:
         args,
         workloads=tuple(refs),
         levers=lever_values(args),
+        mode_args=mode_arg_values(args),
         verdict=not args.no_verdict,
         latency=not args.no_latency,
         nodes=args.nnodes,

@@ -14,19 +14,25 @@ earlier): `mode_of` gives it a neutral stand-in, so it still lists, compares and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import UsageError
+from .mode_options import ModeOption
 from .vocab import DEFAULT_MODE
 
 if TYPE_CHECKING:
-    from .result import RunSpec
+    from .peaks import PeakFigures
+    from .result import Result, RunSpec, Value
+    from .stats import Measurement
 
 __all__ = [
     "DEFAULT_MODE",
     "Mode",
+    "ModeOption",
     "all_modes",
+    "check_mode_args",
+    "check_options_apply",
     "find_mode",
     "mode_names",
     "mode_of",
@@ -43,8 +49,8 @@ class Mode:
     help: str = ""  # one line, for `accelbench run --help`
     # Backward and optimizer step each step; the model is in train(); optimizer levers apply.
     trains: bool = False
-    # A language model's token loop after a prompt (RunSpec's prompt_length and new_tokens):
-    # its rate is tokens/s, its phases have figures of their own, each step its own sample.
+    # A language model's token loop after a prompt: its rate is tokens/s, its phases have
+    # figures of their own, each step its own sample; levers must say they work on it.
     decodes: bool = False
     # One forward per step on a fixed batch: exportable backends (ONNX Runtime, Core ML) can
     # run it, batch-1 latency applies, so does pruning and inference's own levers.
@@ -53,6 +59,62 @@ class Mode:
     probes: bool = True
     # What the rate counts where it is not samples ("tokens/s"); shown beside the figure.
     rate_unit: str = ""
+    # Its own parameters (core/mode_options): `run`'s and `optimize`'s options, the sweep's
+    # axes, RunSpec.mode_args, the label's pieces, all generated from these.
+    options: tuple[ModeOption, ...] = ()
+
+    def option(self, name: str) -> ModeOption:
+        """Its option called `name`; UsageError names the valid ones."""
+        for option in self.options:
+            if option.name == name:
+                return option
+        valid = ", ".join(o.name for o in self.options) or "none"
+        raise UsageError(f"mode {self.name!r} has no option {name!r}; valid: {valid}")
+
+    def ordered_args(self, spec: RunSpec) -> list[tuple[str, Value]]:
+        """`spec`'s mode arguments in the order this mode declares its options; any it does
+        not declare (a stored plugin's, not loaded here) after them, by name."""
+        values = dict(spec.mode_args)
+        declared = [(o.name, values.pop(o.name)) for o in self.options if o.name in values]
+        return declared + sorted(values.items())
+
+    def label_parts(self, spec: RunSpec) -> list[str]:
+        """Its pieces of the configuration's label, from its options' values ("p128 n32")."""
+        options = {option.name: option for option in self.options}
+        return [
+            options[name].label(value) if name in options else f"{name}={value}"
+            for name, value in self.ordered_args(spec)
+        ]
+
+    def check_args(self, spec: RunSpec, workload: Any) -> None:
+        """UsageError, in one line, where `workload` cannot run with `spec`'s arguments (asked
+        while planning, of a workload that may be only a worker's facts)."""
+
+    def units_per_sample(self, spec: RunSpec) -> int:
+        """What one sample of the batch yields in the rate (1; a generation's new tokens)."""
+        return 1
+
+    def measure(self, prep: Any, closed_loop: Callable[[], Measurement]) -> Measurement:
+        """This mode's measurement of the prepared configuration, in the worker. The default is
+        the closed loop (engine/measure: time blocks of steps until the stop rule is met); a
+        mode with a load of its own measures here and puts its typed facts in `prep.info`."""
+        return closed_loop()
+
+    def model_facts(self, workload: Any, spec: RunSpec) -> dict[str, Any] | None:
+        """What the worker learns of the model for this mode's figures, by running its code
+        (analysis/metrics.model_facts); None: the usual (FLOPs per sample of the step)."""
+        return None
+
+    def derive(self, result: Result, peaks: PeakFigures | None) -> Result | None:
+        """`result` with this mode's own derived figures (never running the model); None: the
+        usual ones (achieved FLOP/s, MFU, the verdict)."""
+        return None
+
+    def recorded(
+        self, recorded: dict[str, Any], measurement: Measurement, spec: RunSpec
+    ) -> dict[str, Any]:
+        """What the worker keeps of its steps' records (`prep.info`), once timed: as it is."""
+        return recorded
 
     def build_step(self, prep: Any) -> Callable[[], None]:
         """The step the PyTorch backend times, from a model made ready (levers.Prepared)."""
@@ -88,8 +150,24 @@ def register_mode(cls: type[Mode]) -> type[Mode]:
         raise ValueError(f"{cls.__name__} has no name")
     if mode.name in _MODES:
         raise ValueError(f"a mode named {mode.name!r} is registered already")
+    _check_options(mode)
     _MODES[mode.name] = mode
     return cls
+
+
+def _check_options(mode: Mode) -> None:
+    """Options are unique within a mode; two modes may share an option (one `run` option for
+    both) only where it is the same parameter: the same name on the same option."""
+    names = [option.name for option in mode.options]
+    if len(set(names)) < len(names):
+        raise ValueError(f"mode {mode.name!r} declares an option twice: {names}")
+    for other in (o for m in _MODES.values() for o in m.options):
+        for option in mode.options:
+            if (option.option == other.option) != (option.name == other.name):
+                raise ValueError(
+                    f"mode {mode.name!r}: option {option.name!r} ({option.option}) clashes "
+                    f"with {other.name!r} ({other.option}) of another mode"
+                )
 
 
 def all_modes() -> list[Mode]:
@@ -113,6 +191,33 @@ def mode_of(spec_or_name: RunSpec | str) -> Mode:
     here, so that a stored result of a plugin's mode still renders."""
     name = spec_or_name if isinstance(spec_or_name, str) else spec_or_name.mode
     return _MODES.get(name) or _unregistered(name)
+
+
+def check_mode_args(mode: Mode, given: Mapping[str, Value]) -> None:
+    """Each named option is one `mode` declares, and each value one it takes; UsageError
+    names the first that is not."""
+    for name, value in given.items():
+        try:
+            mode.option(name).check(value)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+
+def check_options_apply(
+    names: Iterable[str], modes: Iterable[str], *, single: bool = False
+) -> None:
+    """Each mode option named is one that some mode of `modes` declares (its values would go
+    unused otherwise); UsageError names the option and the modes that have it."""
+    modes = set(modes)
+    for name in names:
+        owners = [m for m in _MODES.values() if any(o.name == name for o in m.options)]
+        if not owners:
+            valid = sorted({o.name for m in _MODES.values() for o in m.options})
+            raise UsageError(f"no mode has an option {name!r}; valid: {', '.join(valid)}")
+        if not modes & {m.name for m in owners}:
+            option = owners[0].option(name)
+            flag, which = (option.single, "--mode") if single else (option.option, "--modes")
+            raise UsageError(f"{flag} applies to {which} {','.join(m.name for m in owners)} only")
 
 
 def _unregistered(name: str) -> Mode:

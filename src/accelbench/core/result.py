@@ -59,8 +59,10 @@ class RunSpec:
     and a configuration with no lever set is the plain eager model. Precision is a field of its
     own because every backend reads it (ONNX Runtime quantizes for int8) and filters select by it.
 
-    `prompt_length` and `new_tokens` are set for mode "generate" only (the prompt's tokens and
-    the tokens decoded after it); None for every other mode, and then left out of `to_dict`.
+    `mode_args` holds the values of the mode's own parameters (its `Mode.options`, e.g.
+    generate's prompt_length and new_tokens), as a sorted tuple of (name, value) like the
+    levers; the mode knows what each means. Empty for a mode with none, and then left out of
+    `to_dict`, so those records read as they always did.
 
     A spec checks its own precision and sizes as it is made (UsageError, one line naming the
     valid choices), so no caller checks them again; the mode and backend are open registries
@@ -75,8 +77,7 @@ class RunSpec:
     precision: Precision = "fp32"
     backend: str = DEFAULT_BACKEND
     levers: tuple[tuple[str, Value], ...] = ()
-    prompt_length: int | None = None
-    new_tokens: int | None = None
+    mode_args: tuple[tuple[str, Value], ...] = ()
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -85,8 +86,10 @@ class RunSpec:
             )
         for name in _SIZES:
             value = getattr(self, name)
-            if value is not None and (type(value) is not int or value < 1):  # a bool is no size
+            if type(value) is not int or value < 1:  # a bool is no size
                 raise UsageError(f"{name} must be a positive integer, not {value!r}")
+        if list(self.mode_args) != sorted(dict(self.mode_args).items()):
+            raise UsageError("mode_args must be (name, value) pairs sorted by name, each once")
 
     def lever(self, name: str, default: Value) -> Value:
         """The value of lever `name`, `default` when it is not set."""
@@ -100,6 +103,17 @@ class RunSpec:
             values[name] = value
         return replace(self, levers=tuple(sorted(values.items())))
 
+    def mode_arg(self, name: str) -> Value | None:
+        """The value of the mode's parameter `name`; None when it is not set."""
+        return dict(self.mode_args).get(name)
+
+    def with_mode_args(self, **values: Value | None) -> RunSpec:
+        """This spec with each named mode argument set (None: removed)."""
+        args = {**dict(self.mode_args), **values}
+        return replace(
+            self, mode_args=tuple(sorted((k, v) for k, v in args.items() if v is not None))
+        )
+
     @property
     def processes(self) -> int:
         """The data-parallel world size (the "processes" lever): the engine launches that many
@@ -107,30 +121,55 @@ class RunSpec:
         return int(self.lever("processes", 1))
 
     @property
-    def tokens_per_sequence(self) -> int:
-        """What one sample of the batch yields: 1, or the tokens a generation decodes."""
-        return self.new_tokens or 1
+    def units_per_sample(self) -> int:
+        """What one sample of the batch yields in the rate: 1, or what its mode says (the
+        tokens a generation decodes)."""
+        from .modes import mode_of  # the registry, which names this type only to annotate
+
+        return mode_of(self).units_per_sample(self)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON types, levers as an object: `from_dict` inverts it. The generation
-        fields are left out when unset, so other modes' records read as they always did."""
-        out = {**asdict(self), "levers": dict(self.levers)}
-        return {k: v for k, v in out.items() if k not in _GENERATION_FIELDS or v is not None}
+        """Plain JSON types, levers and mode arguments as objects: `from_dict` inverts it. No
+        mode arguments: none written, so those records read as they always did."""
+        out = {**asdict(self), "levers": dict(self.levers), "mode_args": dict(self.mode_args)}
+        if not self.mode_args:
+            del out["mode_args"]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunSpec:
-        """The spec `to_dict` made. A stored spec is data, not a request: what is wrong with
-        it is a ValueError, as with every damaged record (the store names it and leaves it
-        out)."""
-        levers = data.get("levers", {})
+        """The spec `to_dict` made, or one written before mode arguments (generate's
+        `prompt_length` and `new_tokens` as fields of their own). A stored spec is data, not a
+        request: what is wrong with it is a ValueError, as with every damaged record (the
+        store names it and leaves it out)."""
+        data = _upgraded(data)
+        levers, args = data.get("levers", {}), data.get("mode_args", {})
         try:
-            return cls(**{**data, "levers": tuple(sorted(levers.items()))})
+            return cls(
+                **{
+                    **data,
+                    "levers": tuple(sorted(levers.items())),
+                    "mode_args": tuple(sorted(args.items())),
+                }
+            )
         except UsageError as exc:
             raise ValueError(f"spec: {exc}") from None
 
 
-_GENERATION_FIELDS = ("prompt_length", "new_tokens")
-_SIZES = ("batch_size", "steps_per_block", *_GENERATION_FIELDS)
+# Mode generate's arguments were fields of their own before mode arguments (schema 10 and
+# results files v4, NULL or absent for the other modes).
+LEGACY_MODE_FIELDS = ("prompt_length", "new_tokens")
+_SIZES = ("batch_size", "steps_per_block")
+
+
+def _upgraded(data: dict[str, Any]) -> dict[str, Any]:
+    """A spec with the legacy fields moved into `mode_args` (a None one dropped)."""
+    legacy = {k: data[k] for k in LEGACY_MODE_FIELDS if k in data}
+    if not legacy:
+        return data
+    rest = {k: v for k, v in data.items() if k not in legacy}
+    args = {k: v for k, v in legacy.items() if v is not None}
+    return {**rest, "mode_args": {**args, **rest.get("mode_args", {})}}
 
 
 @dataclass(frozen=True)
@@ -163,10 +202,10 @@ class Result:
     @property
     def samples_per_block(self) -> int:
         """Samples one block processes, over all data-parallel processes (each has a batch);
-        for mode "generate", the tokens it generates (batch x new tokens), so samples/s is
-        tokens/s over whole generations, prefill included."""
+        times what its mode counts per sample (a generation: its new tokens, so samples/s is
+        tokens/s over whole generations, prefill included)."""
         spec = self.spec
-        return spec.batch_size * spec.steps_per_block * spec.processes * spec.tokens_per_sequence
+        return spec.batch_size * spec.steps_per_block * spec.processes * spec.units_per_sample
 
     @property
     def samples_per_second(self) -> float | None:
@@ -329,31 +368,45 @@ _SPEC_TYPES: dict[str, type | tuple[type, ...]] = {
     "str": str,
     "Precision": str,  # which words are the vocabulary's is RunSpec's own check
     "int": int,
-    "int | None": (int, type(None)),
 }
 _REQUIRED = ("workload", "device", "batch_size", "steps_per_block")
+_OBJECTS = ("levers", "mode_args")  # name -> scalar objects: each value is its owner's to check
 
 
 def _check_spec(spec: Any) -> None:
-    """The spec's shape and types; each lever's value is the lever's to check."""
-    declared = {f.name: f.type for f in fields(RunSpec) if f.name != "levers"}
+    """The spec's shape and types (legacy fields read as mode arguments); each lever's and
+    mode argument's value is the lever's or the mode's to check."""
+    declared = {f.name: f.type for f in fields(RunSpec) if f.name not in _OBJECTS}
+    if isinstance(spec, dict):
+        _check_legacy(spec)
+        spec = _upgraded(spec)
     if (
         not isinstance(spec, dict)
-        or set(spec) - {*declared, "levers"}
+        or set(spec) - {*declared, *_OBJECTS}
         or set(_REQUIRED) - set(spec)
     ):
         shown = sorted(spec) if isinstance(spec, dict) else type(spec).__name__
-        raise ValueError(f"spec has fields {shown}; expected some of {sorted(declared)}, levers")
+        raise ValueError(
+            f"spec has fields {shown}; expected some of {sorted(declared)}, levers, mode_args"
+        )
     for name, value in spec.items():
         kind = _SPEC_TYPES.get(str(declared.get(name)), dict)
         if isinstance(value, bool) or not isinstance(value, kind):
             raise ValueError(f"spec {name!r} has the wrong type ({type(value).__name__})")
-    for name in ("batch_size", "steps_per_block", *_GENERATION_FIELDS):
-        if spec.get(name) is None:
-            continue
+    for name in ("batch_size", "steps_per_block"):
         if spec[name] < 1:
             raise ValueError(f"spec {name!r} must be 1 or more, not {spec[name]}")
         _check_integer(f"spec {name}", spec[name])
-    for name, value in spec.get("levers", {}).items():
-        if not isinstance(value, (str, int, float, bool)):
-            raise ValueError(f"lever {name!r} has the wrong type ({type(value).__name__})")
+    for group in _OBJECTS:
+        for name, value in spec.get(group, {}).items():
+            if not isinstance(value, (str, int, float, bool)):
+                raise ValueError(f"{group} {name!r} has the wrong type ({type(value).__name__})")
+            _check_integer(f"{group} {name}", value)
+
+
+def _check_legacy(spec: dict[str, Any]) -> None:
+    """Generate's fields as versions before mode arguments wrote them: a count, or null."""
+    for name in LEGACY_MODE_FIELDS:
+        value = spec.get(name)
+        if value is not None and (type(value) is not int or value < 1):
+            raise ValueError(f"spec {name!r} must be a count of 1 or more, not {value!r}")

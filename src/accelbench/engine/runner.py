@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..analysis.explanation import ProfileRequest
-from ..analysis.facts import DRIFT, GENERATION, MEMORY_TENSORS_ONLY
+from ..analysis.facts import DRIFT, MEMORY_TENSORS_ONLY
 from ..analysis.metrics import model_facts
 from ..backends import Runnable, block_function, build, checks_drift, unsupported
 from ..backends.base import backend_for
@@ -277,8 +277,11 @@ def _time(
         phases: list[AbstractContextManager[Any]] = [state, meter]
         if sampler is not None:
             phases.append(sampler)
-        measurement = measure(
-            block_function(prep), prep.timer, stop, on_block, phases, process.repeat
+        measurement = mode_of(spec).measure(  # the closed loop, unless the mode has its own
+            prep,
+            lambda: measure(
+                block_function(prep), prep.timer, stop, on_block, phases, process.repeat
+            ),
         )
     memory = _sampled(prep.peak_memory(), sampler)  # before the drift check builds more
     recorded = _recorded(spec, prep, state, measurement, fallbacks if watch else None)
@@ -308,9 +311,7 @@ def _recorded(
     recorded = {**prep.info, **state.to_metrics(), **_parameters(prep)}
     if fallbacks is not None:
         recorded[CPU_FALLBACK_OPS] = list(dict.fromkeys(fallbacks))
-    if GENERATION in recorded:  # every generation's phases, logged: keep the timed ones'
-        recorded[GENERATION] = recorded[GENERATION].summary(measurement, spec.steps_per_block)
-    return recorded
+    return mode_of(spec).recorded(recorded, measurement, spec)
 
 
 def _sampled(memory: MemoryReading, sampler: PeakSampler | None) -> MemoryReading:

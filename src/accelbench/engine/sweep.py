@@ -12,17 +12,16 @@ from typing import Any
 
 from ..analysis.facts import Rounds
 from ..backends import expand_backends
-from ..core.modes import DEFAULT_MODE, mode_of
+from ..core.mode_options import ModeOption
+from ..core.modes import DEFAULT_MODE, all_modes, check_options_apply, mode_of
 from ..core.result import DEFAULT_BACKEND, Result, RunSpec, Value
 from ..devices import Device
-from ..errors import UsageError
 from ..levers import Lever, all_levers, warmup_needed
-from ..workloads import Workload, WorkloadRef, list_workloads
-from ..workloads.llm import LanguageModel
+from ..workloads import Workload, WorkloadRef
 from .measure import StopRule
 from .runner import make_spec
 
-__all__ = ["Config", "Progress", "Sweep", "check_language_model", "run_interleaved"]
+__all__ = ["Config", "ModeArgValues", "Progress", "Sweep", "run_interleaved"]
 
 
 DATA_PARALLEL_BLOCKS = 20  # timed blocks per rank when neither --epochs nor the workload fixes it
@@ -38,6 +37,8 @@ class Config:
 
 
 LeverValues = tuple[tuple[str, tuple[Value, ...]], ...]
+# A mode option's name -> the values asked for (an option not named runs its default).
+ModeArgValues = tuple[tuple[str, tuple[Value, ...]], ...]
 # Sweep ids hash the options under the names sweeps had before levers were registered objects,
 # so that a sweep asked for again keeps its id and --resume finds it. These were always in the
 # id; a lever added since drops out at its default, as backends did.
@@ -49,8 +50,9 @@ _ID_NAMES = {"precision": "precisions"}
 class Sweep:
     """The cross product of the options given. None in batch_sizes means the workload's own;
     `levers` holds the values asked for of each lever (a lever not named runs its default).
-    Prompt lengths and new tokens multiply mode "generate"'s configurations only (None: the
-    language model's defaults); the other modes' specs leave them unset."""
+    `mode_args` the values asked for of each mode option (core/mode_options): they multiply
+    the configurations of the modes that declare the option only; an option not named takes
+    its default from the workload (generate's prompt length: the language model's)."""
 
     workloads: tuple[WorkloadRef, ...]
     devices: tuple[str, ...]
@@ -61,8 +63,7 @@ class Sweep:
     blocks: int | None = None  # fixed count; else the workload's default or the adaptive rule
     max_time: float | None = None
     warmup: int = 1
-    prompt_lengths: tuple[int | None, ...] = (None,)
-    new_tokens: tuple[int | None, ...] = (None,)
+    mode_args: ModeArgValues = ()
 
     def values_of(self, lever: Lever) -> tuple[Value, ...]:
         return dict(self.levers).get(lever.name, (lever.default,))
@@ -74,9 +75,9 @@ class Sweep:
         del options["levers"]
         if tuple(options["backends"]) == (DEFAULT_BACKEND,):
             del options["backends"]
-        for name in ("prompt_lengths", "new_tokens"):  # added since; out of the id unless set
-            if tuple(options[name]) == (None,):
-                del options[name]
+        del options["mode_args"]
+        for option, values in self._asked_options():  # added since: out of the id unless set
+            options[option.sweep_key] = list(values)
         for lever in all_levers():
             key, values = _ID_NAMES.get(lever.name, lever.name), self.values_of(lever)
             if key in _ALWAYS_IN_ID or values != (lever.default,):
@@ -98,13 +99,15 @@ class Sweep:
 
     def configs(self, workloads: Sequence[Workload], devices: Sequence[Device]) -> list[Config]:
         """Every configuration, in a stable order: workload, device, mode, precision, batch
-        size, then each other lever in registration order, then the backend."""
-        self._check_generation(workloads)
+        size, the mode's options, then each other lever in registration order, then the
+        backend. UsageError, before anything runs, where a mode cannot run a workload so."""
+        self._check_mode_args()
         out = []
         for ref, workload in zip(self.workloads, workloads, strict=True):
             for device in devices:
                 backends = expand_backends(self.backends, device)
                 for spec in self._specs(workload, device, backends):
+                    mode_of(spec).check_args(spec, workload)
                     stop = self.stop_rule(workload, spec.processes, spec.mode)
                     stop = stop.at_least(warmup_needed(spec))
                     out.append(Config(spec, ref, stop))
@@ -121,13 +124,11 @@ class Sweep:
         self, mode: str, workload: Workload, device: Device, backends: list[str]
     ) -> list[RunSpec]:
         first, *rest = all_levers()  # precision: batch sizes have always followed it
-        prompts, news = self._generation_axes(mode, workload)
-        axes: list[tuple[Lever | str, Sequence[Any]]] = [
+        axes: list[tuple[Lever | ModeOption | str, Sequence[Any]]] = [
             ("mode", (mode,)),
             (first, self.values_of(first)),
             ("batch_size", self.batch_sizes),
-            ("prompt_length", prompts),
-            ("new_tokens", news),
+            *self._mode_axes(mode, workload),
             *((lever, self.values_of(lever)) for lever in rest),
             ("backend", backends),
         ]
@@ -137,55 +138,29 @@ class Sweep:
             for (axis, _), value in zip(axes, values, strict=True):
                 if isinstance(axis, Lever):
                     spec = axis.assign(spec, value)
+                elif isinstance(axis, ModeOption):
+                    spec = spec.with_mode_args(**{axis.name: value})
                 elif value is not None:
                     spec = replace(spec, **{axis: value})
             specs.append(spec)
         return specs
 
-    def _generation_axes(
-        self, mode: str, workload: Workload
-    ) -> tuple[tuple[int | None, ...], tuple[int | None, ...]]:
-        """The prompt lengths and new tokens of `mode`: the language model's defaults where
-        not given; (None,) each for the other modes."""
-        if not mode_of(mode).decodes or not isinstance(workload, LanguageModel):
-            return (None,), (None,)
-        prompts = tuple(p or workload.prompt_length for p in self.prompt_lengths)
-        return prompts, tuple(n or workload.new_tokens for n in self.new_tokens)
+    def _mode_axes(self, mode: str, workload: Workload) -> list[tuple[ModeOption, Sequence[Any]]]:
+        """Each option of `mode`: the values asked for, else the workload's default."""
+        asked = dict(self.mode_args)
+        return [
+            (option, asked.get(option.name) or (option.default_for(workload),))
+            for option in mode_of(mode).options
+        ]
 
-    def _check_generation(self, workloads: Sequence[Workload]) -> None:
-        """Generate's options and workloads, each problem in one line before anything runs."""
-        decoding = [mode for mode in self.modes if mode_of(mode).decodes]
-        if not decoding:
-            if (self.prompt_lengths, self.new_tokens) != ((None,), (None,)):
-                raise UsageError("--prompt-lengths and --new-tokens apply to --modes generate only")
-            return
-        for number in (*self.prompt_lengths, *self.new_tokens):
-            if number is not None and number < 1:
-                raise UsageError(f"prompt lengths and new tokens must be 1 or more, not {number}")
-        for workload in workloads:
-            check_language_model(workload, self._generation_axes(decoding[0], workload))
+    def _asked_options(self) -> list[tuple[ModeOption, tuple[Value, ...]]]:
+        """The mode options given values, each with its declaration (the first mode's)."""
+        declared = {o.name: o for m in reversed(all_modes()) for o in m.options}
+        return [(declared[name], values) for name, values in self.mode_args]
 
-
-def check_language_model(
-    workload: Workload, axes: tuple[tuple[int | None, ...], tuple[int | None, ...]]
-) -> None:
-    """That mode generate can run `workload` at each prompt length and new tokens in `axes`;
-    UsageError in one line otherwise."""
-    if not isinstance(workload, LanguageModel):
-        models = ", ".join(w.name for w in list_workloads() if isinstance(w, LanguageModel))
-        raise UsageError(
-            f"mode generate needs a causal language model, and {workload.name} is not one; "
-            f"valid: {models}, or a --model factory returning a transformers model whose "
-            "can_generate() is true"
-        )
-    longest = workload.max_positions
-    prompt, new = max(p or 0 for p in axes[0]), max(n or 0 for n in axes[1])
-    if longest is not None and prompt + new - 1 > longest:
-        raise UsageError(
-            f"a prompt of {prompt} tokens and {new} new tokens need {prompt + new - 1} "
-            f"positions, more than {workload.name}'s {longest}: shorten --prompt-lengths or "
-            "--new-tokens"
-        )
+    def _check_mode_args(self) -> None:
+        """Each option given is one of a mode swept: its values would otherwise go unused."""
+        check_options_apply(dict(self.mode_args), self.modes)
 
 
 @dataclass

@@ -49,14 +49,12 @@ class KVCache(Lever):
     def apply_model(self, prep: Prepared, value: Value) -> None:
         from ..workloads.llm import static_cache
 
-        spec = prep.spec
-        assert spec.prompt_length and spec.new_tokens
         # the last decode step writes position prompt + new - 2; one spare costs nothing
-        length = spec.prompt_length + spec.new_tokens
-        prep.kv_cache = static_cache(prep.model, spec.batch_size, length)
+        length = _sequence_length(prep.spec)
+        prep.kv_cache = static_cache(prep.model, prep.spec.batch_size, length)
 
     def code(self, spec: RunSpec, device: Device) -> list[str]:
-        length = (spec.prompt_length or 0) + (spec.new_tokens or 0)
+        length = _sequence_length(spec)
         return [
             f"cache = transformers.StaticCache(config=model.config, max_cache_len={length})",
             "# pass cache=cache (past_key_values= before transformers 5.2x, with "
@@ -76,3 +74,9 @@ class KVCache(Lever):
 
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
         return "" if mode_of(base).decodes else "a KV cache is kept only in mode generate"
+
+
+def _sequence_length(spec: RunSpec) -> int:
+    """The prompt and the new tokens: the positions a generation's cache holds (the generate
+    mode's arguments, read by name: levers sit below the modes)."""
+    return sum(int(spec.mode_arg(name) or 0) for name in ("prompt_length", "new_tokens"))

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.compare import BASE_DIMENSIONS, FASTEST, Dimension
-from ..core.modes import mode_of
+from ..core.modes import check_mode_args, find_mode, mode_names, mode_of
 from ..core.result import DEFAULT_BACKEND, RunSpec
 from ..errors import UsageError
 from .base import Lever, all_levers, find_lever
@@ -19,9 +19,7 @@ if TYPE_CHECKING:
 
 def label(spec: RunSpec) -> str:
     """A short human name for the configuration, e.g. 'train bf16 b256 channels_last compile'."""
-    parts = [spec.mode, spec.precision, f"b{spec.batch_size}"]
-    if mode_of(spec).decodes:  # the prompt's tokens, then the new ones: "p128 n32"
-        parts += [f"p{spec.prompt_length}", f"n{spec.new_tokens}"]
+    parts = [spec.mode, spec.precision, f"b{spec.batch_size}", *mode_of(spec).label_parts(spec)]
     parts += [lever.label(lever.value(spec)) for lever in all_levers() if lever.active(spec)]
     known = {lever.name for lever in all_levers()}
     # a lever stored by a plugin this process has not loaded still shows
@@ -32,9 +30,11 @@ def label(spec: RunSpec) -> str:
 
 
 def spec_json(spec: RunSpec) -> dict[str, Any]:
-    """A spec as --json shows it: its fields and every lever's value by name, defaults too (a
-    lever stored by a plugin this process has not loaded shows as stored)."""
-    out = {k: v for k, v in spec.to_dict().items() if k != "levers"}
+    """A spec as --json shows it: its fields, its mode's arguments by name, and every lever's
+    value by name, defaults too (a lever stored by a plugin this process has not loaded shows
+    as stored)."""
+    out = {k: v for k, v in spec.to_dict().items() if k not in ("levers", "mode_args")}
+    out.update(mode_of(spec).ordered_args(spec))
     out.update(spec.levers)
     out.update({lever.name: lever.value(spec) for lever in all_levers() if lever.option})
     return out
@@ -84,8 +84,9 @@ def spec_with(spec: RunSpec, **values: Any) -> RunSpec:
 
 
 def check_levers(spec: RunSpec) -> None:
-    """A stored or imported spec's lever values: ValueError names the first that is wrong.
-    (Its precision the RunSpec checked as it was read.)"""
+    """A stored or imported spec's lever values and mode arguments: ValueError names the
+    first that is wrong. (Its precision the RunSpec checked as it was read; the arguments of
+    a plugin's mode not loaded here are the plugin's to check.)"""
     for name, value in spec.levers:
         try:
             lever = find_lever(name)
@@ -94,6 +95,11 @@ def check_levers(spec: RunSpec) -> None:
         lever.check(value)
         if value == lever.default:
             raise ValueError(f"lever {name!r} is stored at its default {value!r}")
+    if spec.mode in mode_names():
+        try:
+            check_mode_args(find_mode(spec.mode), dict(spec.mode_args))
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
 
 
 def eager(spec: RunSpec) -> RunSpec:

@@ -28,7 +28,7 @@ __all__ = [
     "to_row",
 ]
 
-SCHEMA_VERSION = 10  # the tables' shape, the same on every backend
+SCHEMA_VERSION = 11  # the tables' shape, the same on every backend
 DB_VARIABLE = "ACCELBENCH_DB"  # the store to use when no --db is given
 URL_SCHEMES = ("postgresql://", "postgres://")
 
@@ -203,7 +203,7 @@ class Filters:
         return ", ".join(chosen) or "none"
 
 
-SPEC_COLUMNS = [f.name for f in fields(RunSpec)]  # "levers" holds a JSON object
+SPEC_COLUMNS = [f.name for f in fields(RunSpec)]  # "levers", "mode_args": JSON objects
 COLUMNS = [
     "uid",
     "created_at",
@@ -220,8 +220,7 @@ COLUMNS = [
     "metrics",
     "sweep",
 ]
-JSON_COLUMNS = ("samples", "warmup", "rounds", "environment", "metrics", "levers")
-_OPTIONAL_SPEC = ("prompt_length", "new_tokens")  # NULL for every mode but generate
+JSON_COLUMNS = ("samples", "warmup", "rounds", "environment", "metrics", "levers", "mode_args")
 
 
 def newest_calibrations(rows: Sequence[Mapping[str, Any]]) -> dict[str, PeakFigures]:
@@ -237,7 +236,8 @@ def newest_calibrations(rows: Sequence[Mapping[str, Any]]) -> dict[str, PeakFigu
 def to_row(result: Result) -> dict[str, Any]:
     """A result as a row: its COLUMNS by name, the JSON ones as text."""
     record = result.to_record()
-    spec = dict.fromkeys(SPEC_COLUMNS) | record.pop("spec")  # a field left out is NULL
+    # a field left out is NULL; no mode arguments, an empty object
+    spec = dict.fromkeys(SPEC_COLUMNS) | {"mode_args": {}} | record.pop("spec")
     row = {**record, **spec}
     for name in JSON_COLUMNS:
         row[name] = json.dumps(row[name], sort_keys=True)
@@ -254,5 +254,4 @@ def from_row(row: Mapping[str, Any]) -> Result:
         except (TypeError, ValueError):
             raise ValueError(f"its {name} is not JSON: {str(row[name])[:40]!r}") from None
     spec = {name: record.pop(name) for name in SPEC_COLUMNS}
-    spec = {k: v for k, v in spec.items() if v is not None or k not in _OPTIONAL_SPEC}
     return replace(Result.from_record({**record, "spec": spec}), id=row["id"])

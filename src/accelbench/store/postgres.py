@@ -6,14 +6,15 @@ its query passes TLS and other connection settings (sslmode, sslrootcert, sslcer
 to the server's driver. Every message, error and `--json` names it with the password masked, and
 psycopg's own error texts (which can echo the URL) are masked the same way.
 
-The schema is SQLite's version 10 (results, calibrations, claims; the JSON columns as text, read
-and written exactly as SQLite's are) plus `accelbench_schema`, one row holding the version. A
-new database is created at the current version (there is no older PostgreSQL schema); a later
-version adds its step to `_MIGRATIONS`, which runs when a store is opened to write. Creating and
-migrating happen in one transaction under an advisory lock, so two processes opening a new
-database at once cannot both create it; one that finds the lock held waits `_SETUP_WAIT_S`, then
-says so. A store opened to read never writes: an empty database reads as no results, so a role
-that may only SELECT is enough for `results`, `compare` and `report`.
+The schema is SQLite's (results, calibrations, claims; the JSON columns as text, read and
+written exactly as SQLite's are) plus `accelbench_schema`, one row holding the version. A new
+database is created at version 10, the first PostgreSQL schema, and taken on by `_MIGRATIONS`
+(11: generate's columns into `mode_args`), as an older one is when opened to write, so every
+new database runs every migration. Creating and migrating happen in one transaction under an
+advisory lock, so two processes opening a new database at once cannot both create it; one that
+finds the lock held waits `_SETUP_WAIT_S`, then says so. A store opened to read never writes:
+an empty database reads as no results, so a role that may only SELECT is enough for `results`,
+`compare` and `report`.
 
 Each result is saved in its own transaction (a writer killed mid-way loses nothing committed).
 A save that meets a lost connection (the server restarted) retries once on a fresh one; if that
@@ -41,7 +42,6 @@ from ..errors import StoreError, require
 from .base import (
     COLUMNS,
     SCHEMA_VERSION,
-    SPEC_COLUMNS,
     Filters,
     Store,
     backend,
@@ -64,11 +64,17 @@ _SETUP_WAIT_S = 30.0  # how long to wait for another process creating or migrati
 _LOCK_KEY = 0x41636342  # the advisory lock's key: "AccB", as SQLite's application_id
 _CREATED_VERSION = 10  # the version `_SCHEMA` creates; `_MIGRATIONS` go on from there
 
+# The spec's columns as version 10 has them (`_SCHEMA` creates version 10; the migrations
+# below take it on, so every new database runs them): generate's two its own, NULL elsewhere.
+_V10_SPEC = (
+    *("workload", "device", "batch_size", "steps_per_block", "mode", "precision", "backend"),
+    *("levers", "prompt_length", "new_tokens"),
+)
 _INTEGER_SPEC = ("batch_size", "steps_per_block", "prompt_length", "new_tokens")
 _SPEC_DDL = ",\n    ".join(
     f"{name} {'INTEGER' if name in _INTEGER_SPEC else 'TEXT'}"
     + ("" if name in ("prompt_length", "new_tokens") else " NOT NULL")
-    for name in SPEC_COLUMNS
+    for name in _V10_SPEC
 )
 _SCHEMA = f"""
 CREATE TABLE accelbench_schema (version INTEGER NOT NULL);
@@ -110,8 +116,21 @@ CREATE TABLE claims (
 );
 INSERT INTO accelbench_schema VALUES ({_CREATED_VERSION});
 """
-# Schema version -> the SQL that brings the one before it there (none yet beyond 10).
-_MIGRATIONS: dict[int, str] = {}
+# Schema version -> the SQL that brings the one before it there.
+_MIGRATIONS: dict[int, str] = {
+    # 11: a mode's own arguments in one JSON object (RunSpec.mode_args), so a mode with
+    # options of its own needs no column; generate's two columns move into it and go.
+    11: """
+ALTER TABLE results ADD COLUMN mode_args TEXT NOT NULL DEFAULT '{}';
+UPDATE results
+SET mode_args = jsonb_strip_nulls(
+    jsonb_build_object('new_tokens', new_tokens, 'prompt_length', prompt_length)
+)::text
+WHERE prompt_length IS NOT NULL OR new_tokens IS NOT NULL;
+ALTER TABLE results DROP COLUMN prompt_length;
+ALTER TABLE results DROP COLUMN new_tokens;
+""",
+}
 
 _INSERT = (
     f"INSERT INTO results ({', '.join(COLUMNS)}) "

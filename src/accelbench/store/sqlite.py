@@ -145,6 +145,19 @@ CREATE TABLE claims (
     PRIMARY KEY (sweep, spec)
 );
 """,
+    # 11: a mode's own arguments in one JSON object (RunSpec.mode_args), so a mode with
+    # options of its own needs no column; generate's two columns of version 8 move into it.
+    11: """
+ALTER TABLE results ADD COLUMN mode_args TEXT NOT NULL DEFAULT '{}';
+UPDATE results SET mode_args = (
+    SELECT json_group_object(key, value) FROM (
+        SELECT 'new_tokens' AS key, new_tokens AS value WHERE new_tokens IS NOT NULL
+        UNION ALL SELECT 'prompt_length', prompt_length WHERE prompt_length IS NOT NULL
+    )
+);
+ALTER TABLE results DROP COLUMN prompt_length;
+ALTER TABLE results DROP COLUMN new_tokens;
+""",
 }
 
 

@@ -23,7 +23,7 @@ from ..analysis.trust import Caveat, Trust, assess, with_trust
 from ..backends import check_installed, unsupported
 from ..core.levels import DEFAULT_POLICY, RoundPolicy
 from ..core.limits import count_problem, seconds_problem
-from ..core.modes import DEFAULT_MODE, mode_names
+from ..core.modes import DEFAULT_MODE, all_modes, check_mode_args, check_options_apply, mode_names
 from ..core.result import Result, RunSpec, Value, machine_of
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
 from ..devices import Device, resolve_devices
@@ -94,8 +94,9 @@ class BenchmarkRequest:
     node_rank: int = 0
     rdzv_endpoint: str = ""  # HOST:PORT where the nodes meet, with nodes > 1
     profile: ProfileRequest | None = None  # profile each configuration after its samples
-    prompt_lengths: tuple[int | None, ...] = (None,)  # mode generate only; None: the model's
-    new_tokens: tuple[int | None, ...] = (None,)
+    # mode option name -> the values to try, for the modes that declare it (generate's
+    # prompt_length, new_tokens); an option not named takes its default from the workload.
+    mode_args: Mapping[str, tuple[Value, ...]] = field(default_factory=dict)
     # Processes per configuration (engine/rounds): a fixed count, or None for adaptive
     # (DEFAULT_POLICY's least first, then as many as their spread asks, up to max_rounds).
     rounds: int | None = None
@@ -109,13 +110,13 @@ class BenchmarkRequest:
             raise UsageError(f"workloads takes a tuple of WorkloadRef, not {shown!r}")
         _check_counts(self)
         _check_levers(self.levers)
+        _check_mode_args(self.modes, self.mode_args)
         _check_together(self)
 
 
 def _check_counts(request: BenchmarkRequest) -> None:
     """Sizes, counts and seconds: each within its range (None where the field allows it)."""
-    lists = ("batch_sizes", "prompt_lengths", "new_tokens")
-    counts = [(name, value, 1) for name in lists for value in getattr(request, name)]
+    counts: list[tuple[str, Any, int]] = [("batch_sizes", v, 1) for v in request.batch_sizes]
     counts += [(name, getattr(request, name), 1) for name in ("epochs", "rounds", "max_rounds")]
     counts += [("nodes", request.nodes, 1), ("warmup", request.warmup, 0)]
     counts += [("node_rank", request.node_rank, 0)]
@@ -142,6 +143,20 @@ def _check_levers(levers: Mapping[str, tuple[Value, ...]]) -> None:
                 find_lever(name).check(value)
             except ValueError as exc:
                 raise UsageError(f"{name}: {exc}") from None
+
+
+def _check_mode_args(modes: tuple[str, ...], given: Mapping[str, tuple[Value, ...]]) -> None:
+    """Each mode option named is one of a mode asked for, each value one it takes (library
+    callers skip the CLI's parsing)."""
+    check_options_apply(given, modes)
+    for name, values in given.items():
+        owner = next(
+            m for m in all_modes() if m.name in modes and any(o.name == name for o in m.options)
+        )
+        if not isinstance(values, tuple) or not values:
+            raise UsageError(f"{name} takes a tuple of values, not {values!r}")
+        for value in values:
+            check_mode_args(owner, {name: value})
 
 
 def _check_together(request: BenchmarkRequest) -> None:
@@ -193,8 +208,7 @@ def plan(request: BenchmarkRequest) -> Plan:
         blocks=request.epochs,
         max_time=request.max_time,
         warmup=request.warmup,
-        prompt_lengths=request.prompt_lengths,
-        new_tokens=request.new_tokens,
+        mode_args=tuple((name, tuple(values)) for name, values in request.mode_args.items()),
     )
     configs = sweep.configs([workloads[r] for r in refs], devices)
     profile = _checked_profile(request.profile, configs)

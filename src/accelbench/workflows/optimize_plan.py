@@ -9,7 +9,7 @@ import itertools
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -18,21 +18,19 @@ from ..analysis.metrics import Analyzer
 from ..analysis.trust import with_trust
 from ..backends import unsupported
 from ..core.limits import count_problem, seconds_problem
-from ..core.modes import mode_of
-from ..core.result import Result, RunSpec
+from ..core.modes import check_mode_args, check_options_apply, find_mode, mode_of
+from ..core.result import Result, RunSpec, Value
 from ..devices import Device, pick_device, resolve_devices
 from ..devices.fingerprint import fingerprint
 from ..engine.measure import StopRule
 from ..engine.rounds import Round, merge
 from ..engine.runner import make_spec
-from ..engine.sweep import check_language_model
 from ..engine.track import progress_bar
 from ..engine.worker import planning_workload, run_isolated
 from ..errors import AccelbenchError, UsageError
 from ..levers import default_groups
 from ..store.db import Store
 from ..workloads import Workload, WorkloadRef
-from ..workloads.llm import LanguageModel
 from .benchmark import open_store
 from .facts import OptimizeTag
 from .optimize import (
@@ -70,8 +68,9 @@ class OptimizeRequest:
     device: str = ""  # one device name; "": the best available
     mode: str = "infer"
     batch_size: int | None = None  # None: the workload's own
-    prompt_length: int | None = None  # mode generate; None: the language model's own
-    new_tokens: int | None = None
+    # The mode's own options by name (generate's prompt_length, new_tokens); one not given
+    # takes its default from the workload.
+    mode_args: Mapping[str, Value] = field(default_factory=dict)
     levers: tuple[str, ...] = field(default_factory=default_groups)  # all but the opt-in
     epochs: int | None = None  # time exactly this many its per rung; else the adaptive rule
     max_time: float | None = None  # the adaptive rule's timed seconds (None: DEFAULT_SECONDS)
@@ -85,7 +84,7 @@ class OptimizeRequest:
             raise UsageError(f"workload takes a WorkloadRef, not {self.workload!r}")
         if not isinstance(self.tolerance, Tolerance):
             raise UsageError(f"tolerance takes a Tolerance, not {self.tolerance!r}")
-        for name in ("batch_size", "prompt_length", "new_tokens", "epochs", "warmup"):
+        for name in ("batch_size", "epochs", "warmup"):
             value, least = getattr(self, name), 0 if name == "warmup" else 1
             problem = None if value is None else count_problem(value, least)
             if problem:
@@ -130,8 +129,8 @@ def plan_ladder(request: OptimizeRequest) -> Ladder:
         mode=request.mode,
         batch_size=request.batch_size,
         steps_per_block=steps,
-        **_generation(request, workload),
     )
+    base = _with_mode_args(request, base, workload)
     if request.epochs:
         stop = StopRule(blocks=request.epochs, warmup=request.warmup)
     else:
@@ -159,20 +158,17 @@ def plan_ladder(request: OptimizeRequest) -> Ladder:
     )
 
 
-def _generation(request: OptimizeRequest, workload: Workload) -> dict[str, int]:
-    """Mode generate's prompt length and new tokens (the model's own where not given), checked
-    against the model; nothing for the other modes, which take neither."""
-    given = (request.prompt_length, request.new_tokens)
-    if not mode_of(request.mode).decodes:
-        if given != (None, None):
-            raise UsageError("--prompt-length and --new-tokens apply to --mode generate only")
-        return {}
-    check_language_model(workload, ((request.prompt_length,), (request.new_tokens,)))
-    assert isinstance(workload, LanguageModel)
-    return {
-        "prompt_length": request.prompt_length or workload.prompt_length,
-        "new_tokens": request.new_tokens or workload.new_tokens,
-    }
+def _with_mode_args(request: OptimizeRequest, base: RunSpec, workload: Workload) -> RunSpec:
+    """`base` with each of its mode's options: as asked, else the workload's default; checked
+    against the mode's options and the workload (UsageError, one line)."""
+    mode = find_mode(request.mode)
+    check_options_apply(request.mode_args, (mode.name,), single=True)
+    check_mode_args(mode, request.mode_args)
+    for option in mode.options:
+        value = request.mode_args.get(option.name, option.default_for(workload))
+        base = base.with_mode_args(**{option.name: value})
+    mode.check_args(base, workload)
+    return base
 
 
 def _one_device(name: str) -> Device:

@@ -52,7 +52,7 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
     verdicts, outcome = searched.verdicts, searched.outcome
     base = ladder.base
     generates = mode_of(base).decodes
-    shape = f" p{base.prompt_length} n{base.new_tokens}" if generates else ""
+    shape = "".join(f" {part}" for part in mode_of(base).label_parts(base))
     title = (
         f"accelbench optimize: {base.workload} {base.mode} b{base.batch_size}{shape} on "
         f"{ladder.device.name}"
