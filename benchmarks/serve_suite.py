@@ -20,9 +20,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
+from accelbench.backends.serving import ScenarioRun, ServeReport, ServeSettings  # noqa: E402
 from accelbench.core.result import RunSpec  # noqa: E402
 from accelbench.engine.serve_worker import serve_isolated  # noqa: E402
-from accelbench.engine.serving import ScenarioRun, ServeReport, ServeSettings  # noqa: E402
 from accelbench.levers import spec_with  # noqa: E402
 from accelbench.workloads import WorkloadRef  # noqa: E402
 

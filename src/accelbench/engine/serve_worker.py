@@ -1,18 +1,18 @@
 """One configuration served under LoadGen's load in a worker process (the user's code runs only
 in workers): the model built with the configuration's levers on its device, warmed up at every
-batch size the batcher may form, then `engine/serving`'s scenarios."""
+batch size the batcher may form, then `backends/serving`'s scenarios."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..backends.loadgen import loadgen
+from ..backends.serving import ServeReport, ServeSettings, forward_batches, serve, warm_up
 from ..core.modes import mode_of
 from ..core.result import RunSpec
 from ..errors import UsageError, WorkloadError
 from ..workloads import WorkloadRef, load_workload
-from .loadgen import loadgen
-from .serving import ServeReport, ServeSettings, forward_batches, serve, warm_up
 from .worker import call_isolated
 
 __all__ = ["serve_isolated"]
@@ -37,7 +37,8 @@ def serve_isolated(
         raise UsageError(
             "serving answers inference queries: a training configuration has no answer to send"
         )
-    job = _ServeJob(replace(spec, mode="infer", batch_size=settings.max_batch), ref, settings)
+    plain = replace(spec, mode="infer", batch_size=settings.max_batch, mode_args=())
+    job = _ServeJob(plain, ref, settings)
     called = call_isolated(_serve_in_worker, job, timeout)
     if called.status != "ok":
         raise WorkloadError(f"serving {spec.workload} on {spec.device}: {called.error}")

@@ -1,5 +1,5 @@
 """The dynamic batcher: in the process that runs the model, LoadGen's queries (from
-`engine/loadgen`'s process, over a pipe) are gathered into batches and answered.
+`backends/loadgen`'s process, over a pipe) are gathered into batches and answered.
 
 A batch closes when it holds `max_batch` queries or when its oldest query has waited `wait_s`;
 queries that arrived meanwhile are taken without waiting. `run_batch(n)` runs the model on n

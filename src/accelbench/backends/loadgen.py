@@ -5,7 +5,7 @@ lent H200 a hand-written server that held those callbacks in the process launchi
 kernels lost its 10 ms bound to the GIL: the launch-bound forward of a batch of 1 took 4.0 ms
 alone and 7.6 ms beside a thread taking the GIL 4,000 times a second (DESIGN.md, Serving). So
 LoadGen lives here, in a spawned interpreter that never imports torch; the model's process
-(engine/batcher) gets the queries over a pipe and sends back the ids it has answered.
+(backends/batcher) gets the queries over a pipe and sends back the ids it has answered.
 
 LoadGen decides everything a load test means: the arrival schedule, the queries' count, the
 percentiles, the verdict (VALID / INVALID and which check failed, early stopping included). This
@@ -15,11 +15,11 @@ module only sets it up and reads what it wrote (`mlperf_log_detail.txt`, `mlperf
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import socket
 import subprocess
 import sys
-import threading
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -38,12 +38,12 @@ __all__ = [
 
 # LoadGen's scenarios that accelbench runs, by their names on the command line
 SCENARIOS = ("singlestream", "offline", "server")
-_LOADGEN_NAMES = {"singlestream": "SingleStream", "offline": "Offline", "server": "Server"}
+_PROCESS = Path(__file__).with_name("loadgen_process.py")
+# runpy leaves sys.path as it is for a file (`python FILE` would put this folder first, where
+# onnxruntime.py would stand for the real package)
+_RUN = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"
 # The percentiles LoadGen writes for every scenario, as keys of its detail log
 PERCENTILES = ("50.00", "90.00", "95.00", "97.00", "99.00", "99.90")
-# A path that does not exist: given none, LoadGen reads ./audit.config from the working
-# directory when one is there, and that file changes the test (a compliance audit's settings).
-_NO_AUDIT = "accelbench-no-audit.config"
 
 
 def loadgen() -> Any:
@@ -119,20 +119,22 @@ def _detail(path: Path) -> dict[str, Any]:
 
 class Driver:
     """The LoadGen process, seen from the model's: start it, run tests one after another (the
-    model's process answering meanwhile, `engine/batcher`), stop it.
+    model's process answering meanwhile, `backends/batcher`), stop it.
 
-    It is a fresh interpreter (`python -m accelbench.engine.loadgen`), not a multiprocessing
-    child: a fork would copy torch's threads, and spawn would run the caller's main module
-    again. Two socket pairs carry the queries and the answers; its standard error goes to
-    `logs`, so that a failure there can be told in one line."""
+    It is a fresh interpreter running `loadgen_process.py` by its path (importing it through
+    the package would import torch), not a multiprocessing child: a fork would copy torch's
+    threads, and spawn would run the caller's main module again. Two socket pairs carry the
+    queries and the answers; its working directory is `logs` (nothing there shadows a module)
+    and its standard error goes there, so that a failure can be told in one line."""
 
     def __init__(self, logs: Path) -> None:
         self.stderr = logs / "loadgen-stderr.txt"
         ours, theirs = zip(*(socket.socketpair() for _ in range(2)), strict=True)
         with self.stderr.open("wb") as errors:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", __name__, *(str(s.fileno()) for s in theirs)],
+                [sys.executable, "-c", _RUN, str(_PROCESS), *(str(s.fileno()) for s in theirs)],
                 pass_fds=[s.fileno() for s in theirs],
+                cwd=logs,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=errors,
@@ -144,7 +146,7 @@ class Driver:
 
     def start(self, test: LoadTest, logs: Path) -> None:
         """Begin `test`; its queries arrive on `requests` until ("done", None)."""
-        self.responses.send(("test", test, str(logs)))
+        self.responses.send(("test", dataclasses.asdict(test), str(logs)))
 
     def why_ended(self) -> str:
         """Its last line of standard error, or its exit code, for a process that ended early."""
@@ -161,60 +163,3 @@ class Driver:
             self.process.wait()
         self.requests.close()
         self.responses.close()
-
-
-def _drive(requests: Connection, responses: Connection) -> None:
-    """The LoadGen process's main thread: answers from the model reach LoadGen from here; each
-    test runs in a thread of its own (LoadGen's StartTest blocks until the test is over)."""
-    lg = loadgen()
-    running: threading.Thread | None = None
-    while True:
-        message = responses.recv()
-        if message[0] == "answered":
-            lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i in message[1]])
-        elif message[0] == "test":
-            running = threading.Thread(target=_test, args=(lg, message[1], message[2], requests))
-            running.start()
-        else:  # "quit"
-            if running is not None:
-                running.join()
-            return
-
-
-def _test(lg: Any, test: LoadTest, logs: str, requests: Connection) -> None:
-    """One LoadGen run; its issue callback forwards each query's (id, sample index)."""
-
-    def issue(samples: Any) -> None:
-        requests.send(("issue", [(s.id, s.index) for s in samples]))
-
-    sut = lg.ConstructSUT(issue, lambda: None)
-    qsl = lg.ConstructQSL(test.samples, test.samples, lambda _: None, lambda _: None)
-    log = lg.LogSettings()
-    log.log_output.outdir = logs
-    log.log_output.copy_summary_to_stdout = False
-    try:
-        lg.StartTestWithLogSettings(sut, qsl, _settings(lg, test), log, str(Path(logs) / _NO_AUDIT))
-    finally:
-        lg.DestroyQSL(qsl)
-        lg.DestroySUT(sut)
-        requests.send(("done", None))
-
-
-def _settings(lg: Any, test: LoadTest) -> Any:
-    settings = lg.TestSettings()
-    settings.scenario = getattr(lg.TestScenario, _LOADGEN_NAMES[test.scenario])
-    settings.mode = lg.TestMode.PerformanceOnly
-    settings.min_duration_ms = max(1, round(test.min_duration_s * 1000))
-    settings.min_query_count = test.min_queries
-    if test.scenario == "server":
-        settings.server_target_qps = test.target_qps
-        settings.server_target_latency_ns = round(test.latency_bound_s * 1e9)
-    elif test.scenario == "offline":
-        settings.offline_expected_qps = test.target_qps
-    else:
-        settings.single_stream_expected_latency_ns = max(1, round(test.expected_latency_s * 1e9))
-    return settings
-
-
-if __name__ == "__main__":  # the LoadGen process: its two socket ends' descriptors
-    _drive(Connection(int(sys.argv[1])), Connection(int(sys.argv[2])))

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
+from accelbench.backends.serving import ServeSettings
 from accelbench.core.result import RunSpec
 from accelbench.engine.serve_worker import serve_isolated
-from accelbench.engine.serving import ServeSettings
 from accelbench.errors import MissingDependency, UsageError
 from accelbench.workloads import WorkloadRef
 

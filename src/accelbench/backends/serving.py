@@ -1,5 +1,5 @@
-"""Serving under load: the model answers MLPerf LoadGen's scenarios (engine/loadgen), its
-queries batched dynamically (engine/batcher), in a worker process like every measurement.
+"""Serving under load: the model answers MLPerf LoadGen's scenarios (backends/loadgen), its
+queries batched dynamically (backends/batcher), in a worker process like every measurement.
 
 What it finds, each from LoadGen's own runs and verdicts:
 - SingleStream: one query at a time; its p90 (LoadGen's metric) and p99 latency.

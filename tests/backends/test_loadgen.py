@@ -1,4 +1,4 @@
-"""engine/loadgen and engine/batcher: real MLPerf LoadGen, in its own process, driving the
+"""backends/loadgen and backends/batcher: real MLPerf LoadGen, in its own process, driving the
 dynamic batcher; what LoadGen logged is read back (its verdict, its figures, its summary)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ pytest.importorskip(
     "mlperf_loadgen", reason="mlcommons-loadgen is not installed (accelbench[serve])"
 )
 
-from accelbench.engine.batcher import Batcher
-from accelbench.engine.loadgen import Driver, LoadTest, read_result
+from accelbench.backends.batcher import Batcher
+from accelbench.backends.loadgen import Driver, LoadTest, read_result
 
 
 def _served(tmp_path, test: LoadTest, batcher: Batcher, batch_s: float):
