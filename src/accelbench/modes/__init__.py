@@ -1,5 +1,5 @@
 """The built-in modes, one file each, registered with `core.modes` when imported: train,
-infer and generate. Each says what it is (its traits) and builds the step PyTorch times; a
+infer, generate and serve. Each says what it is (its traits) and builds the step PyTorch times; a
 plugin's mode is one file like these (docs/extending.md). Nothing here imports torch at the
 top, so `accelbench --help` can list the modes."""
 
@@ -11,7 +11,7 @@ from ..core.modes import Mode, all_modes, find_mode, mode_names, mode_of, regist
 
 __all__ = ["BUILT_IN", "Mode", "all_modes", "find_mode", "mode_names", "mode_of", "register_mode"]
 
-BUILT_IN = ("train", "infer", "generate")  # registration order: the order `--help` lists
+BUILT_IN = ("train", "infer", "generate", "serve")  # registration order: the order `--help` lists
 
 for _module in BUILT_IN:
     importlib.import_module(f".{_module}", __name__)  # each registers its mode
