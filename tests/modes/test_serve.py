@@ -1,0 +1,59 @@
+"""Mode serve through the real command: LoadGen drives the seed's Linear in a worker, the
+result is stored with LoadGen's verdict and summary, and bad options are one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+def test_run_serves_a_model_and_stores_loadgens_verdict(tmp_path):
+    pytest.importorskip("mlperf_loadgen")
+    db = str(tmp_path / "s.db")
+    out = run_cli(
+        "run", "mlp", "--devices", "cpu", "--modes", "serve", "--scenarios", "offline",
+        "--max-batches", "8", "--batch-waits", "0.5", "--rounds", "1", "--quiet", "--db", db,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "serve fp32 b100 offline p99<=10 mb8 w0.5" in out.stdout
+    stored = json.loads(run_cli("results", "--db", db, "--json").stdout)
+    (result,) = stored
+    assert result["status"] == "ok" and result["spec"]["max_batch"] == 8
+    served = result["metrics"]["serve"]
+    (offline,) = served["runs"]
+    assert offline["scenario"] == "offline" and offline["valid"] and offline["failed"] == []
+    assert "Result is : VALID" in offline["summary"] and "Offline" in offline["summary"]
+    assert max(int(size) for size in offline["batches"]) == 8
+    assert served["figure"] == pytest.approx(offline["qps"])
+    assert result["samples_per_s_median"] == pytest.approx(offline["qps"], rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (
+            ["--latency-bounds", "0"],
+            "latency_bound_ms must be a number of milliseconds more than 0",
+        ),
+        (
+            ["--latency-bounds", "-5"],
+            "latency_bound_ms must be a number of milliseconds more than 0",
+        ),
+        (
+            ["--latency-bounds", "nan"],
+            "latency_bound_ms must be a number of milliseconds more than 0",
+        ),
+        (["--batch-waits", "-1"], "batch_wait_ms must be a number of milliseconds 0 or more"),
+        (["--max-batches", "0"], "max_batch"),
+        (["--scenarios", "nope"], "valid: server, offline, singlestream"),
+    ],
+)
+def test_bad_serve_options_are_one_line_and_exit_2(tmp_path, option, said):
+    out = run_cli("run", "mlp", "--devices", "cpu", "--modes", "serve", *option,
+                  "--db", str(tmp_path / "s.db"))  # fmt: skip
+    assert out.returncode == 2
+    assert said in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "Traceback" not in out.stderr
