@@ -3,7 +3,8 @@ at a p99 bound, per configuration, each served in a worker (engine/serve_worker)
 
     python3 benchmarks/serve_suite.py cpu  OUTDIR     seed-cnn fp32 on this CPU
     python3 benchmarks/serve_suite.py h200 OUTDIR     resnet50 bf16 channels_last and seed-cnn,
-                                                      eager and with CUDA graphs per batch size
+                                                      eager and with CUDA graphs per batch size,
+                                                      and resnet50 with LoadGen in its process
 
 Writes OUTDIR/serve_SUITE.txt (one block a configuration), serve_SUITE.json (every figure)
 and serve_SUITE_summaries.txt (LoadGen's own summary of every run).
@@ -34,13 +35,21 @@ def _spec(workload: str, device: str, precision: str, **levers: Any) -> RunSpec:
     return spec_with(spec, **levers)
 
 
+SEPARATE = ServeSettings(latency_bound_s=BOUND_S)
+# LoadGen's callbacks in the model's process: what its process of its own buys
+IN_PROCESS = ServeSettings(latency_bound_s=BOUND_S, loadgen_in_process=True)
+RESNET = _spec("resnet50", "cuda", "bf16", channels_last=True)
 SUITES = {
-    "cpu": [_spec("seed-cnn", "cpu", "fp32")],
+    "cpu": [
+        (_spec("seed-cnn", "cpu", "fp32"), SEPARATE),
+        (_spec("seed-cnn", "cpu", "fp32", threads=1), SEPARATE),
+    ],
     "h200": [
-        _spec("resnet50", "cuda", "bf16", channels_last=True),
-        _spec("resnet50", "cuda", "bf16", channels_last=True, cuda_graphs=True),
-        _spec("seed-cnn", "cuda", "fp32"),
-        _spec("seed-cnn", "cuda", "fp32", cuda_graphs=True),
+        (RESNET, SEPARATE),
+        (RESNET, IN_PROCESS),
+        (_spec("resnet50", "cuda", "bf16", channels_last=True, cuda_graphs=True), SEPARATE),
+        (_spec("seed-cnn", "cuda", "fp32"), SEPARATE),
+        (_spec("seed-cnn", "cuda", "fp32", cuda_graphs=True), SEPARATE),
     ],
 }
 
@@ -57,7 +66,10 @@ def _run_line(name: str, run: ScenarioRun) -> str:
 
 
 def _block(spec: RunSpec, report: ServeReport, wall_s: float) -> str:
-    lines = [f"{spec.workload} {spec.device} {spec.precision} {dict(spec.levers)}"]
+    where = "in the model's process" if report.settings.loadgen_in_process else "own process"
+    lines = [
+        f"{spec.workload} {spec.device} {spec.precision} {dict(spec.levers)}, LoadGen: {where}"
+    ]
     lines += [_run_line(name, run) for name, run in report.runs.items()]
     search = report.server
     if search is not None:
@@ -84,12 +96,11 @@ def _summaries(report: ServeReport) -> str:
 def main() -> None:
     suite, out = sys.argv[1], Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
-    settings = ServeSettings(latency_bound_s=BOUND_S)
     texts, records, summaries = [], [], []
-    for spec in SUITES[suite]:
+    for spec, settings in SUITES[suite]:
         begun = time.monotonic()
         try:
-            report = serve_isolated(spec, WorkloadRef(spec.workload), settings, timeout=400)
+            report = serve_isolated(spec, WorkloadRef(spec.workload), settings, timeout=150)
         except Exception as exc:  # one configuration's failure is its line; the others go on
             texts.append(f"{spec}: {type(exc).__name__}: {exc}")
             print(texts[-1], flush=True)

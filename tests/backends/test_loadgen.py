@@ -15,7 +15,7 @@ from accelbench.backends.batcher import Batcher
 from accelbench.backends.loadgen import Driver, LoadTest, read_result
 
 
-def _served(tmp_path, test: LoadTest, batcher: Batcher, batch_s: float):
+def _served(tmp_path, test: LoadTest, batcher: Batcher, batch_s: float, in_process=False):
     """One LoadGen test answered by a batcher whose batches take `batch_s` each."""
     sizes: list[int] = []
 
@@ -23,7 +23,7 @@ def _served(tmp_path, test: LoadTest, batcher: Batcher, batch_s: float):
         sizes.append(size)
         time.sleep(batch_s)
 
-    driver = Driver(tmp_path)
+    driver = Driver(tmp_path, in_process)
     try:
         logs = tmp_path / "run"
         logs.mkdir()
@@ -34,9 +34,11 @@ def _served(tmp_path, test: LoadTest, batcher: Batcher, batch_s: float):
     return read_result(logs, test), formed, sizes
 
 
-def test_offline_queries_are_batched_up_to_the_maximum_and_all_answered(tmp_path):
+@pytest.mark.parametrize("in_process", [False, True], ids=["own-process", "thread"])
+def test_offline_queries_are_batched_up_to_the_maximum_and_all_answered(tmp_path, in_process):
     test = LoadTest("offline", min_duration_s=0.2, min_queries=200, samples=8, target_qps=20000)
-    result, formed, sizes = _served(tmp_path, test, Batcher(max_batch=8, wait_s=0.0), 0.001)
+    batcher = Batcher(max_batch=8, wait_s=0.0)
+    result, formed, sizes = _served(tmp_path, test, batcher, 0.001, in_process)
     assert result.valid, result.summary
     assert max(formed) == 8 and formed[8] >= len(sizes) - 1  # all full but maybe the last
     assert sum(size * count for size, count in formed.items()) == result.samples

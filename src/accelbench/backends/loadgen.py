@@ -20,6 +20,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -127,9 +128,19 @@ class Driver:
     queries and the answers; its working directory is `logs` (nothing there shadows a module)
     and its standard error goes there, so that a failure can be told in one line."""
 
-    def __init__(self, logs: Path) -> None:
+    def __init__(self, logs: Path, in_process: bool = False) -> None:
         self.stderr = logs / "loadgen-stderr.txt"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.thread: threading.Thread | None = None
         ours, theirs = zip(*(socket.socketpair() for _ in range(2)), strict=True)
+        if in_process:
+            self._thread(theirs)
+        else:
+            self._process(theirs, logs)
+        self.requests = Connection(ours[0].detach())  # queries: LoadGen -> model
+        self.responses = Connection(ours[1].detach())  # answers: model -> LoadGen
+
+    def _process(self, theirs: tuple[socket.socket, ...], logs: Path) -> None:
         with self.stderr.open("wb") as errors:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", _RUN, str(_PROCESS), *(str(s.fileno()) for s in theirs)],
@@ -141,8 +152,15 @@ class Driver:
             )
         for end in theirs:
             end.close()  # its death then reads as EOFError here
-        self.requests = Connection(ours[0].detach())  # queries: LoadGen -> model
-        self.responses = Connection(ours[1].detach())  # answers: model -> LoadGen
+
+    def _thread(self, theirs: tuple[socket.socket, ...]) -> None:
+        """LoadGen in a thread of this process, its callbacks competing with the model's
+        kernel launches for the GIL: only to measure what the process of its own buys."""
+        from .loadgen_process import drive
+
+        ends = [Connection(end.detach()) for end in theirs]
+        self.thread = threading.Thread(target=drive, args=ends, daemon=True)
+        self.thread.start()
 
     def start(self, test: LoadTest, logs: Path) -> None:
         """Begin `test`; its queries arrive on `requests` until ("done", None)."""
@@ -150,16 +168,21 @@ class Driver:
 
     def why_ended(self) -> str:
         """Its last line of standard error, or its exit code, for a process that ended early."""
+        if self.process is None:
+            return "LoadGen's thread ended"
         lines = self.stderr.read_text(errors="replace").strip().splitlines()
         return lines[-1] if lines else f"exit code {self.process.poll()}"
 
     def stop(self, timeout: float = 10.0) -> None:
         with contextlib.suppress(OSError):  # it has ended already
             self.responses.send(("quit",))
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        if self.thread is not None:
+            self.thread.join(timeout)
+        elif self.process is not None:
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
         self.requests.close()
         self.responses.close()

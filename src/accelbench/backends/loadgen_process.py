@@ -22,7 +22,7 @@ _LOADGEN_NAMES = {"singlestream": "SingleStream", "offline": "Offline", "server"
 _NO_AUDIT = "accelbench-no-audit.config"
 
 
-def _drive(requests: Connection, responses: Connection) -> None:
+def drive(requests: Connection, responses: Connection) -> None:
     """The LoadGen process's main thread: answers from the model reach LoadGen from here; each
     test runs in a thread of its own (LoadGen's StartTest blocks until the test is over)."""
     running: threading.Thread | None = None
@@ -76,4 +76,4 @@ def _settings(test: dict[str, Any]) -> Any:
 
 
 if __name__ == "__main__":  # the LoadGen process: its two socket ends' descriptors
-    _drive(Connection(int(sys.argv[-2])), Connection(int(sys.argv[-1])))
+    drive(Connection(int(sys.argv[-2])), Connection(int(sys.argv[-1])))

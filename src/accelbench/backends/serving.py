@@ -58,6 +58,9 @@ class ServeSettings:
     search_steps: int = 6  # Server: bisection runs; the result is within Offline / 2**steps
     search_budget_s: float = 150.0  # Server: no run starts that would end past this
     server_qps: float | None = None  # Server: one run at this target instead of the search
+    # LoadGen in a thread of the model's process instead of a process of its own: only to
+    # measure what the separate process buys (its callbacks then compete for the GIL)
+    loadgen_in_process: bool = False
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.scenarios if s not in SCENARIOS]
@@ -147,7 +150,7 @@ class _Session:
         self.settings, self.run_batch = settings, run_batch
         self.batcher = Batcher(settings.max_batch, settings.wait_s)
         self.logs = Path(tempfile.mkdtemp(prefix="accelbench-loadgen-"))
-        self.driver = Driver(self.logs)
+        self.driver = Driver(self.logs, settings.loadgen_in_process)
         self.count = 0
 
     def run(self, test: LoadTest) -> ScenarioRun:
