@@ -15,6 +15,7 @@ What it finds, each from LoadGen's own runs and verdicts:
 from __future__ import annotations
 
 import math
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -161,7 +162,7 @@ class _Session:
         try:
             formed = self.batcher.serve(self.driver.requests, self.driver.responses, self.run_batch)
         except (EOFError, OSError):
-            raise WorkloadError(f"LoadGen's process ended: {self.driver.why_ended()}") from None
+            raise WorkloadError(f"LoadGen ended early: {self.driver.why_ended()}") from None
         return ScenarioRun(read_result(logs, test), dict(sorted(formed.items())))
 
     def test(self, scenario: str, **values: float) -> LoadTest:
@@ -185,6 +186,7 @@ def serve(settings: ServeSettings, run_batch: Callable[[int], None], warm: Warm)
         return _scenarios(session, warm)
     finally:
         session.driver.stop()
+        shutil.rmtree(session.logs, ignore_errors=True)  # what matters of them is read
 
 
 def _scenarios(session: _Session, warm: Warm) -> ServeReport:
@@ -243,6 +245,8 @@ def _search(session: _Session, runs: dict[str, ScenarioRun]) -> ServerSearch:
         else:
             high, failed = target, target
     why = "" if best else f"no target met the bound, down to {high:.4g} QPS"
+    if not tried:
+        why = f"no Server run fits the search's {session.settings.search_budget_s:g} s budget"
     return ServerSearch(bound, tuple(tried), best, failed, time.monotonic() - started, why)
 
 
