@@ -50,7 +50,9 @@ def _prompt(tiny, batch=2, length=12):
 
 
 def _spec(**levers) -> RunSpec:
-    spec = RunSpec(TINY, "cpu", 2, 1, mode="generate", prompt_length=12, new_tokens=6)
+    spec = RunSpec(TINY, "cpu", 2, 1, mode="generate").with_mode_args(
+        prompt_length=12, new_tokens=6
+    )
     return spec_with(spec, **levers)
 
 
@@ -95,7 +97,7 @@ def test_a_static_cache_is_read_whole_at_every_step():
 
 
 def test_the_levers_say_where_they_do_not_apply(cpu, tiny):
-    infer = replace(_spec(), mode="infer", prompt_length=None, new_tokens=None)
+    infer = replace(_spec(), mode="infer", mode_args=())
     assert unsupported(spec_with(infer, kv_cache="static"), cpu, tiny) == (
         "kv_cache: a KV cache is kept only in mode generate"
     )

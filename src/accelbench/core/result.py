@@ -402,6 +402,20 @@ def _check_spec(spec: Any) -> None:
             if not isinstance(value, (str, int, float, bool)):
                 raise ValueError(f"{group} {name!r} has the wrong type ({type(value).__name__})")
             _check_integer(f"{group} {name}", value)
+    _check_mode_args(spec)
+
+
+def _check_mode_args(spec: dict[str, Any]) -> None:
+    """Each mode argument is one its mode declares, with a value it takes, where the mode is
+    registered here (a stored plugin's mode not loaded: its arguments are kept as they are)."""
+    from .modes import check_mode_args, find_mode, mode_names
+
+    mode = spec.get("mode", DEFAULT_MODE)
+    if mode in mode_names():
+        try:
+            check_mode_args(find_mode(mode), spec.get("mode_args", {}))
+        except UsageError as exc:
+            raise ValueError(f"spec: {exc}") from None
 
 
 def _check_legacy(spec: dict[str, Any]) -> None:
