@@ -17,7 +17,7 @@ from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.engine.sweep import Sweep
 from accelbench.errors import UsageError
-from accelbench.levers import label
+from accelbench.levers import check_levers, label
 from accelbench.render.console import run_tables
 from accelbench.store.db import Store
 from accelbench.store.results_file import read_export, write_export
@@ -137,7 +137,7 @@ def test_spec_fields_store_export_and_label(tmp_path):
     assert Result.from_record(result.to_record()).spec == spec
     with pytest.raises(ValueError, match="new_tokens"):
         bad = {**spec.to_dict(), "mode_args": {"new_tokens": 0, "prompt_length": 16}}
-        Result.from_record({**result.to_record(), "spec": bad})
+        check_levers(Result.from_record({**result.to_record(), "spec": bad}).spec)
     with Store(tmp_path / "r.db") as store:
         store.save(result)
         store.save(replace(result, spec=plain, uid="other"))
@@ -194,7 +194,7 @@ def test_a_transformers_causal_lm_from_a_factory(tmp_path):
         (("resnet50", "--modes", "generate"), "resnet50 is not one"),
         ((TINY, "--modes", "generate", "--prompt-lengths", "300"), "more than gpt2-tiny's 256"),
         ((TINY, "--modes", "generate", "--new-tokens", "0"), "--new-tokens"),
-        ((TINY, "--prompt-lengths", "8"), "apply to --modes generate only"),
+        ((TINY, "--prompt-lengths", "8"), "--prompt-lengths applies to --modes generate only"),
         (
             ("--model", "MODEL", "--input-shape", "4", "--loss", "mse", "--modes", "generate"),
             "is not one",

@@ -264,9 +264,9 @@ def test_optimize_searches_generate_with_token_drift(tmp_path):
     "args, message",
     [
         (["mlp", "--mode", "generate"], "mode generate needs a causal language model"),
-        ([TINY, "--prompt-length", "8"], "--prompt-length and --new-tokens apply to --mode"),
+        ([TINY, "--prompt-length", "8"], "--prompt-length applies to --mode generate only"),
         ([TINY, "--mode", "generate", "--prompt-length", "300"], "more than gpt2-tiny's 256"),
-        ([TINY, "--mode", "generate", "--new-tokens", "0"], "must be 1 or more, got 0"),
+        ([TINY, "--mode", "generate", "--new-tokens", "0"], "new_tokens must be a whole number"),
     ],
 )
 def test_optimize_refuses_bad_generate_input_in_one_line(tmp_path, args, message):

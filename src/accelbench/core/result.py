@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import math
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import UsageError
 from .facts import Facts, check
@@ -124,9 +125,9 @@ class RunSpec:
     def units_per_sample(self) -> int:
         """What one sample of the batch yields in the rate: 1, or what its mode says (the
         tokens a generation decodes)."""
-        from .modes import mode_of  # the registry, which names this type only to annotate
-
-        return mode_of(self).units_per_sample(self)
+        if _MODE_OF is None:
+            raise RuntimeError("no mode registry: import accelbench (core/modes installs it)")
+        return _MODE_OF(self.mode).units_per_sample(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types, levers and mode arguments as objects: `from_dict` inverts it. No
@@ -154,6 +155,22 @@ class RunSpec:
             )
         except UsageError as exc:
             raise ValueError(f"spec: {exc}") from None
+
+
+class _ModeRule(Protocol):
+    def units_per_sample(self, spec: RunSpec) -> int: ...
+
+
+# The mode registry's lookup (core/modes.mode_of). The registry reads RunSpec, so this module
+# may not import it (no import cycles): it installs its lookup here as it is imported, which
+# importing accelbench always does.
+_MODE_OF: Callable[[str], _ModeRule] | None = None
+
+
+def install_mode_lookup(mode_of: Callable[[str], _ModeRule]) -> None:
+    """Called once, by core/modes."""
+    global _MODE_OF
+    _MODE_OF = mode_of
 
 
 # Mode generate's arguments were fields of their own before mode arguments (schema 10 and
@@ -402,20 +419,6 @@ def _check_spec(spec: Any) -> None:
             if not isinstance(value, (str, int, float, bool)):
                 raise ValueError(f"{group} {name!r} has the wrong type ({type(value).__name__})")
             _check_integer(f"{group} {name}", value)
-    _check_mode_args(spec)
-
-
-def _check_mode_args(spec: dict[str, Any]) -> None:
-    """Each mode argument is one its mode declares, with a value it takes, where the mode is
-    registered here (a stored plugin's mode not loaded: its arguments are kept as they are)."""
-    from .modes import check_mode_args, find_mode, mode_names
-
-    mode = spec.get("mode", DEFAULT_MODE)
-    if mode in mode_names():
-        try:
-            check_mode_args(find_mode(mode), spec.get("mode_args", {}))
-        except UsageError as exc:
-            raise ValueError(f"spec: {exc}") from None
 
 
 def _check_legacy(spec: dict[str, Any]) -> None:
