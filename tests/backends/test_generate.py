@@ -17,7 +17,7 @@ from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.engine.sweep import Sweep
 from accelbench.errors import UsageError
-from accelbench.levers import label
+from accelbench.levers import check_levers, label
 from accelbench.render.console import run_tables
 from accelbench.store.db import Store
 from accelbench.store.results_file import read_export, write_export
@@ -123,20 +123,21 @@ def test_parameter_counts_match_the_built_models():
 
 
 def _generate_spec(**fields) -> RunSpec:
-    spec = RunSpec(TINY, "cpu", 2, 1, mode="generate", prompt_length=16, new_tokens=8)
-    return replace(spec, **fields)
+    spec = RunSpec(TINY, "cpu", 2, 1, mode="generate")
+    return replace(spec.with_mode_args(prompt_length=16, new_tokens=8), **fields)
 
 
 def test_spec_fields_store_export_and_label(tmp_path):
     plain = RunSpec("mlp", "cpu", 8, 1)
-    assert "prompt_length" not in plain.to_dict()  # other modes' records read as before
+    assert "mode_args" not in plain.to_dict()  # other modes' records read as before
     spec = _generate_spec()
     assert label(spec) == "generate fp32 b2 p16 n8"
     result = Result(spec=spec, status="ok", measurement=Measurement((0.5, 0.4), (0.9,)))
     assert result.samples_per_block == 2 * 8  # tokens: samples/s is tokens/s
     assert Result.from_record(result.to_record()).spec == spec
     with pytest.raises(ValueError, match="new_tokens"):
-        Result.from_record({**result.to_record(), "spec": {**spec.to_dict(), "new_tokens": 0}})
+        bad = {**spec.to_dict(), "mode_args": {"new_tokens": 0, "prompt_length": 16}}
+        check_levers(Result.from_record({**result.to_record(), "spec": bad}).spec)
     with Store(tmp_path / "r.db") as store:
         store.save(result)
         store.save(replace(result, spec=plain, uid="other"))
@@ -146,12 +147,15 @@ def test_spec_fields_store_export_and_label(tmp_path):
 def test_sweep_multiplies_generate_only_and_refuses_bad_input():
     tiny, mlp = get_workload(TINY), get_workload("mlp")
     sweep = Sweep(
-        (WorkloadRef(TINY),), ("cpu",), modes=("infer", "generate"), prompt_lengths=(8, 16)
+        (WorkloadRef(TINY),),
+        ("cpu",),
+        modes=("infer", "generate"),
+        mode_args=(("prompt_length", (8, 16)),),
     )
     from accelbench.devices import resolve_devices
 
     specs = [c.spec for c in sweep.configs([tiny], resolve_devices("cpu"))]
-    assert [(s.mode, s.prompt_length, s.new_tokens) for s in specs] == [
+    assert [(s.mode, s.mode_arg("prompt_length"), s.mode_arg("new_tokens")) for s in specs] == [
         ("infer", None, None),
         ("generate", 8, tiny.new_tokens),
         ("generate", 16, tiny.new_tokens),
@@ -160,7 +164,11 @@ def test_sweep_multiplies_generate_only_and_refuses_bad_input():
     for bad, workload, words in (
         (replace(sweep, modes=("infer",)), tiny, "generate only"),
         (replace(sweep, workloads=(WorkloadRef("mlp"),)), mlp, "mlp is not one"),
-        (replace(sweep, prompt_lengths=(250,), new_tokens=(8,)), tiny, "more than gpt2-tiny's 256"),
+        (
+            replace(sweep, mode_args=(("prompt_length", (250,)), ("new_tokens", (8,)))),
+            tiny,
+            "more than gpt2-tiny's 256",
+        ),
     ):
         with pytest.raises(UsageError, match=words):
             bad.configs([workload], resolve_devices("cpu"))
@@ -186,7 +194,7 @@ def test_a_transformers_causal_lm_from_a_factory(tmp_path):
         (("resnet50", "--modes", "generate"), "resnet50 is not one"),
         ((TINY, "--modes", "generate", "--prompt-lengths", "300"), "more than gpt2-tiny's 256"),
         ((TINY, "--modes", "generate", "--new-tokens", "0"), "--new-tokens"),
-        ((TINY, "--prompt-lengths", "8"), "apply to --modes generate only"),
+        ((TINY, "--prompt-lengths", "8"), "--prompt-lengths applies to --modes generate only"),
         (
             ("--model", "MODEL", "--input-shape", "4", "--loss", "mse", "--modes", "generate"),
             "is not one",
@@ -257,7 +265,7 @@ def test_levers_refuse_generate_with_their_reason_and_optimize_plans_it():
     assert unsupported(static, cpu, tiny) is None
     request = OptimizeRequest(workload=WorkloadRef(TINY), device="cpu", mode="generate")
     ladder = plan_ladder(request)
-    assert (ladder.base.prompt_length, ladder.base.new_tokens) == (16, 8)  # the model's own
+    assert ladder.base.mode_args == (("new_tokens", 8), ("prompt_length", 16))  # the model's
     assert ladder.stop.min_sample_s == 0.0  # one generation, one sample
     assert ladder.stop.time_cap == 30.0  # a far slower variant stops short of six samples
     longer = replace(request, max_time=4.0)

@@ -50,7 +50,9 @@ def _prompt(tiny, batch=2, length=12):
 
 
 def _spec(**levers) -> RunSpec:
-    spec = RunSpec(TINY, "cpu", 2, 1, mode="generate", prompt_length=12, new_tokens=6)
+    spec = RunSpec(TINY, "cpu", 2, 1, mode="generate").with_mode_args(
+        prompt_length=12, new_tokens=6
+    )
     return spec_with(spec, **levers)
 
 
@@ -95,7 +97,7 @@ def test_a_static_cache_is_read_whole_at_every_step():
 
 
 def test_the_levers_say_where_they_do_not_apply(cpu, tiny):
-    infer = replace(_spec(), mode="infer", prompt_length=None, new_tokens=None)
+    infer = replace(_spec(), mode="infer", mode_args=())
     assert unsupported(spec_with(infer, kv_cache="static"), cpu, tiny) == (
         "kv_cache: a KV cache is kept only in mode generate"
     )
@@ -262,9 +264,9 @@ def test_optimize_searches_generate_with_token_drift(tmp_path):
     "args, message",
     [
         (["mlp", "--mode", "generate"], "mode generate needs a causal language model"),
-        ([TINY, "--prompt-length", "8"], "--prompt-length and --new-tokens apply to --mode"),
+        ([TINY, "--prompt-length", "8"], "--prompt-length applies to --mode generate only"),
         ([TINY, "--mode", "generate", "--prompt-length", "300"], "more than gpt2-tiny's 256"),
-        ([TINY, "--mode", "generate", "--new-tokens", "0"], "must be 1 or more, got 0"),
+        ([TINY, "--mode", "generate", "--new-tokens", "0"], "new_tokens must be a whole number"),
     ],
 )
 def test_optimize_refuses_bad_generate_input_in_one_line(tmp_path, args, message):

@@ -1,9 +1,13 @@
 """The mode registry: each mode is one object, and everything else asks it. A toy mode from a
 file of the test suite, loaded through ACCELBENCH_LEVERS with nothing else edited, appears in
-`run --help`, is measured by `run`, and shows in `results`, `compare` and export/import; a
-stored result of a mode not loaded still lists, and `run` refuses an unknown mode."""
+`run --help` with its own option, is measured by `run` (its option multiplying its
+configurations, its value read in the worker, its own measurement), and shows in `results`,
+`--json`, CSV, the report, `compare` and export/import; a stored result of a mode not loaded
+still lists, and `run` refuses an unknown mode or an option of a mode not asked for."""
 
 import ast
+import csv
+import io
 import json
 import os
 from pathlib import Path
@@ -22,35 +26,74 @@ RUN = ["--devices", "cpu", "--epochs", "2", "--warmup", "1", "--no-verdict"]
 @pytest.fixture(scope="module")
 def toy_db(tmp_path_factory):
     db = tmp_path_factory.mktemp("toy_mode") / "toy.db"
-    out = run_cli("run", "mlp", *RUN, "--modes", "infer,toy", "--db", str(db), "--json", env=TOY)
+    toy = ["--modes", "infer,toy", "--toy-passes", "1,3"]
+    out = run_cli("run", "mlp", *RUN, *toy, "--db", str(db), "--json", env=TOY)
     assert out.returncode == 0, out.stderr
     return db, json.loads(out.stdout)
 
 
-def test_the_toy_mode_is_a_choice_of_run_help():
+def test_the_toy_mode_and_its_option_are_in_run_help():
     out = run_cli("run", "--help", env=TOY)
     assert "toy: a toy mode" in out.stdout
-    assert "toy: a toy mode" not in run_cli("run", "--help").stdout  # only where it is loaded
+    assert "--modes toy: forward passes per step (default: 2)" in " ".join(out.stdout.split())
+    plain = run_cli("run", "--help").stdout  # only where it is loaded
+    assert "toy: a toy mode" not in plain and "--toy-passes" not in plain
 
 
-def test_run_measures_the_toy_mode_with_its_own_step(toy_db):
+def test_run_measures_the_toy_mode_at_each_value_of_its_option(toy_db):
     _, report = toy_db
-    results = {r["spec"]["mode"]: r for r in report["results"]}
-    assert results["toy"]["status"] == "ok"
-    assert results["toy"]["metrics"]["toy_mode"] == {"passes": 2}  # its step ran, in the worker
-    assert results["toy"]["label"] == "toy fp32 b100"
+    toys = [r for r in report["results"] if r["spec"]["mode"] == "toy"]
+    assert [r["status"] for r in toys] == ["ok", "ok"]
+    assert [r["label"] for r in toys] == ["toy fp32 b100 passes=1", "toy fp32 b100 passes=3"]
+    assert [r["spec"]["passes"] for r in toys] == [1, 3]  # --json: a spec field by name
+    # the value reached the worker's step, and the mode's own measurement ran there
+    assert [r["metrics"]["toy_mode"] for r in toys] == [
+        {"passes": 1, "measured_by": "toy"},
+        {"passes": 3, "measured_by": "toy"},
+    ]
+    (infer,) = [r for r in report["results"] if r["spec"]["mode"] == "infer"]
+    assert "passes" not in infer["spec"] and infer["label"] == "infer fp32 b100"
+
+
+def test_the_toy_mode_s_option_is_stored_and_shown(toy_db, tmp_path):
+    db, _ = toy_db
+    listed = json.loads(run_cli("results", "--db", str(db), "--json", env=TOY).stdout)
+    assert sorted(r["spec"].get("passes", 0) for r in listed) == [0, 1, 3]
+    out = tmp_path / "r.csv"
+    exported = run_cli("results", "export", "--out", str(out), "--db", str(db), env=TOY)
+    assert exported.returncode == 0, exported.stderr
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert sorted(row["passes"] for row in rows) == ["", "1", "3"]
+    report = run_cli("report", "--format", "markdown", "--db", str(db), env=TOY)
+    assert report.returncode == 0, report.stderr
+    assert "passes=1" in report.stdout and "passes=3" in report.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--modes", "infer", "--toy-passes", "3"], "--toy-passes applies to --modes toy only"),
+        (["--modes", "toy", "--toy-passes", "0"], "must be a whole number from 1 to"),
+    ],
+)
+def test_a_bad_value_or_an_option_of_a_mode_not_run_is_one_line(args, said, tmp_path):
+    db = tmp_path / "x.db"
+    out = run_cli("run", "mlp", *RUN, *args, "--db", str(db), env=TOY)
+    assert out.returncode == 2 and said in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not db.exists()
 
 
 def test_results_and_compare_show_the_toy_mode(toy_db):
     db, _ = toy_db
     listed = run_cli("results", "--db", str(db), env=TOY)
     assert listed.returncode == 0 and "toy samples/s" in listed.stdout, listed.stderr
-    out = run_cli(
-        "compare", "--by", "mode", "--baseline-value", "infer", "--db", str(db), "--json", env=TOY
-    )
+    # its option's values are configurations of one mode: compared against the fastest
+    out = run_cli("compare", "--by", "configuration", "--db", str(db), "--json", env=TOY)
     assert out.returncode == 0, out.stderr
-    rows = {row["value"]: row for row in json.loads(out.stdout)}
-    assert set(rows) == {"infer", "toy"} and rows["toy"]["speedup"] is not None
+    rows = {row["value"]: row for row in json.loads(out.stdout) if row["value"].startswith("toy")}
+    assert set(rows) == {"toy fp32 b100 passes=1", "toy fp32 b100 passes=3"}
+    # one group: the fastest is its baseline, the other has a speedup against it
+    assert sorted(row["speedup"] is None for row in rows.values()) == [False, True]
 
 
 def test_export_and_import_carry_the_toy_mode_loaded_or_not(toy_db, tmp_path):
@@ -85,7 +128,7 @@ def test_an_installed_package_s_mode_loads_in_the_command_and_its_workers(tmp_pa
     out = run_cli("run", "mlp", *RUN, "--modes", "toy", "--db", str(db), "--json", env=env)
     assert out.returncode == 0, out.stderr
     (result,) = json.loads(out.stdout)["results"]
-    assert result["metrics"]["toy_mode"] == {"passes": 2}  # its step, in the worker
+    assert result["metrics"]["toy_mode"]["passes"] == 2  # its step, in the worker
 
 
 def test_run_refuses_a_mode_not_registered_in_one_line(tmp_path):

@@ -80,7 +80,9 @@ def test_a_generation_has_its_ttft_and_tpot():
         "prompt_length": 64, "new_tokens": 5, "batch_size": 2, "generated_tokens": 5,
         "prefill_s": [0.010, 0.012, 0.011], "decode_s": [0.04, 0.08, 0.06],
     }  # fmt: skip
-    spec = RunSpec("gpt2-tiny", "cpu", 2, 1, mode="generate", prompt_length=64, new_tokens=5)
+    spec = RunSpec("gpt2-tiny", "cpu", 2, 1, mode="generate").with_mode_args(
+        prompt_length=64, new_tokens=5
+    )
     row = _row(Result(spec=spec, status="ok", measurement=r.measurement, metrics={
         GENERATION: generation}))  # fmt: skip
     assert float(row["ttft_p50_s"]) == pytest.approx(0.011)

@@ -153,7 +153,7 @@ def test_a_version_5_database_gains_the_pruning_column_and_keeps_its_rows(tmp_pa
         store.save(replace(pruned, spec=spec))
         assert store.results()[0].spec.lever("pruning", "") == "channels:0.3"
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 11
     conn.close()
 
 

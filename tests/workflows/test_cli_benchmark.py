@@ -84,7 +84,15 @@ def test_benchmark_refuses_unknown_words_before_running(options, message):
             "unknown lever 'warp'; valid: precision, channels_last, attention, kv_cache, compile,",
         ),
         ({"batch_sizes": (8, 0)}, "batch_sizes must be a whole number from 1 to 1,000,000,000"),
-        ({"new_tokens": (True,)}, "new_tokens must be a whole number from 1 to 1,000,000,000"),
+        (
+            {"modes": ("generate",), "mode_args": {"new_tokens": (True,)}},
+            "new_tokens must be a whole number from 1 to 1,000,000,000, not True",
+        ),
+        (
+            {"mode_args": {"new_tokens": (4,)}},
+            "--new-tokens applies to --modes generate only",
+        ),
+        ({"mode_args": {"warp": (4,)}}, "no mode has an option 'warp'; valid: new_tokens,"),
         ({"epochs": 0}, "epochs must be a whole number from 1 to 1,000,000,000, not 0"),
         ({"rounds": 10**10}, "rounds must be a whole number from 1 to 1,000,000,000, not 1000"),
         ({"warmup": -1}, "warmup must be a whole number from 0 to 1,000,000,000, not -1"),

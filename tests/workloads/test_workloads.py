@@ -115,7 +115,7 @@ def test_make_spec_refuses_bad_requests_in_one_line_of_the_error_tree(options, s
         ({"precision": "fp8"}, "unknown precision 'fp8'; valid: fp32, tf32, fp16, bf16, int8"),
         ({"batch_size": 0}, "batch_size must be a positive integer, not 0"),
         ({"steps_per_block": -1}, "steps_per_block must be a positive integer, not -1"),
-        ({"new_tokens": 2.5}, "new_tokens must be a positive integer, not 2.5"),
+        ({"mode_args": (("z", 1), ("a", 2))}, "pairs sorted by name, each once"),
     ],
 )
 def test_a_run_spec_checks_its_own_precision_and_sizes(fields, said):

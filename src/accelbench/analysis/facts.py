@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core.facts import Fact, fact, scalar, stored
-from ..core.result import Result
+from ..core.result import Result, RunSpec
 
 PROBE = "probe"
 DRIFT = "drift"
@@ -186,6 +186,16 @@ class Pruning(Fact):
 
 # --- language-model generation (mode "generate") --------------------------------------------
 GENERATION = "generation"
+
+
+def generation_lengths(spec: RunSpec) -> tuple[int, int]:
+    """A generate configuration's prompt length and new tokens: its mode's arguments, read by
+    name here because the mode that declares them (modes/generate) sits above the layers that
+    need them (its lever, its backend). ValueError where one is missing."""
+    found = (spec.mode_arg("prompt_length"), spec.mode_arg("new_tokens"))
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in found):
+        raise ValueError(f"{spec.mode} needs a prompt length and new tokens, not {found}")
+    return found  # type: ignore[return-value]
 
 
 @fact(GENERATION)

@@ -20,11 +20,10 @@ from torch import nn
 
 from ..analysis.bandwidth import kv_cache_bytes, mean_decode_length
 from ..analysis.drift import cached, compare_generations, kept_positions, logit_figures
-from ..analysis.facts import GENERATION, Generation
+from ..analysis.facts import GENERATION, Generation, generation_lengths
 from ..core.result import RunSpec
 from ..core.stats import Measurement
 from ..levers import Prepared
-from ..modes.generate import NEW_TOKENS, PROMPT_LENGTH
 from ..workloads.llm import KVLayout, LanguageModel, forward_with_cache
 
 __all__ = [
@@ -186,9 +185,10 @@ def generation_step(prep: Prepared, clock: Clock = time.perf_counter) -> Callabl
     spec, workload, model = prep.spec, prep.workload, prep.model
     assert isinstance(workload, LanguageModel)
     weights = list(model.parameters())  # each tensor once, tied embeddings included
+    prompt, new = generation_lengths(spec)
     log = GenerationLog(
-        prompt_length=PROMPT_LENGTH.of(spec),
-        new_tokens=NEW_TOKENS.of(spec),
+        prompt_length=prompt,
+        new_tokens=new,
         batch_size=spec.batch_size,
         weight_bytes=sum(p.numel() * p.element_size() for p in weights),
         layout=workload.kv_layout(),
@@ -214,7 +214,7 @@ def generation_drift(prep: Prepared, seed: int = 0) -> dict[str, Any]:
     too gives the leading tokens that agree, as information."""
     spec, workload = prep.spec, prep.workload
     assert isinstance(workload, LanguageModel)
-    prompt, new = PROMPT_LENGTH.of(spec), NEW_TOKENS.of(spec)
+    prompt, new = generation_lengths(spec)
     key = f"generate-b{spec.batch_size}-p{prompt}-n{new}-s{seed}"
     reference = cached(key, lambda: _reference_generation(workload, spec, seed))
     kept = KeptLogits(*reference["kept"].shape[:2])
@@ -264,7 +264,7 @@ def _generate(
         return generate_once(
             prep.model,
             prep.batch[0],
-            NEW_TOKENS.of(prep.spec),
+            generation_lengths(prep.spec)[1],
             prep.device.synchronize,
             clock,
             cache=prep.kv_cache,
@@ -278,8 +278,8 @@ def _reference_generation(workload: LanguageModel, spec: RunSpec, seed: int) -> 
     torch.manual_seed(seed)  # as build() does: the same weights, then the same prompt
     model = workload.build_model().eval()
     generator = torch.Generator().manual_seed(seed)
-    new = NEW_TOKENS.of(spec)
-    prompt = workload.prompt(generator, spec.batch_size, PROMPT_LENGTH.of(spec))
+    prompt_length, new = generation_lengths(spec)
+    prompt = workload.prompt(generator, spec.batch_size, prompt_length)
     kept = KeptLogits(*kept_positions(spec.batch_size, new, workload.vocab_size), figures=True)
     with torch.inference_mode():
         phases = generate_once(model, prompt, new, lambda: None, keep_logits=True, on_logits=kept)

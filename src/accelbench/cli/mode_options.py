@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["add_mode_options", "mode_arg_values"]
 
 
-def add_mode_options(group: argparse._ArgumentGroup, *, single: bool = False) -> None:
+def add_mode_options(group: argparse._ActionsContainer, *, single: bool = False) -> None:
     """One option per mode option: `run`'s list-valued one, or with `single` `optimize`'s
     single-valued one (an option that has none is left out there)."""
     for option, owners in _declared().items():

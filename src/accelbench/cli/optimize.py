@@ -59,7 +59,7 @@ def add_parser(commands: Commands) -> None:
     optimize.add_argument(
         "--batch-size", type=count(1), metavar="N", help="default: the workload's"
     )
-    add_mode_options(optimize.add_argument_group("the mode's own options"), single=True)
+    add_mode_options(optimize, single=True)
     _add_drift(optimize)
     groups, usual = ladder_groups(), default_groups()  # the registry's: it imports no torch
     opt_in = [g for g in groups if g not in usual]

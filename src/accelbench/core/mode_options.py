@@ -48,7 +48,7 @@ class ModeOption:
 
     @property
     def sweep_key(self) -> str:
-        """Its name in a sweep's id ("--prompt-lengths" -> "prompt_lengths")."""
+        """Its name in a sweep's id ("--max-batches" -> "max_batches")."""
         return self.option.lstrip("-").replace("-", "_")
 
     def parse(self, word: str) -> Value:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import UsageError
 from .mode_options import ModeOption
+from .result import install_mode_lookup
 from .vocab import DEFAULT_MODE
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ __all__ = [
     "all_modes",
     "check_mode_args",
     "check_options_apply",
+    "check_stored_args",
     "find_mode",
     "mode_names",
     "mode_of",
@@ -109,6 +111,11 @@ class Mode:
         """`result` with this mode's own derived figures (never running the model); None: the
         usual ones (achieved FLOP/s, MFU, the verdict)."""
         return None
+
+    def merge_processes(self, before: dict[str, Any], latest: dict[str, Any]) -> dict[str, Any]:
+        """The metrics this mode owns, of a configuration's processes so far (`before`) and
+        its latest one, merged into one (engine/rounds); the keys it returns replace both."""
+        return {}
 
     def recorded(
         self, recorded: dict[str, Any], measurement: Measurement, spec: RunSpec
@@ -203,6 +210,16 @@ def check_mode_args(mode: Mode, given: Mapping[str, Value]) -> None:
             raise UsageError(str(exc)) from None
 
 
+def check_stored_args(spec: RunSpec) -> None:
+    """A stored or imported spec's mode arguments: ValueError names the first that its mode
+    does not declare or would not take. A plugin's mode not loaded here keeps its own."""
+    if spec.mode in _MODES:
+        try:
+            check_mode_args(_MODES[spec.mode], dict(spec.mode_args))
+        except UsageError as exc:
+            raise ValueError(f"spec: {exc}") from None
+
+
 def check_options_apply(
     names: Iterable[str], modes: Iterable[str], *, single: bool = False
 ) -> None:
@@ -218,6 +235,9 @@ def check_options_apply(
             option = owners[0].option(name)
             flag, which = (option.single, "--mode") if single else (option.option, "--modes")
             raise UsageError(f"{flag} applies to {which} {','.join(m.name for m in owners)} only")
+
+
+install_mode_lookup(mode_of)  # a Result's rate asks its mode what one sample counts
 
 
 def _unregistered(name: str) -> Mode:

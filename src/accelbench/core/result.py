@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import math
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import UsageError
 from .facts import Facts, check
@@ -124,9 +125,9 @@ class RunSpec:
     def units_per_sample(self) -> int:
         """What one sample of the batch yields in the rate: 1, or what its mode says (the
         tokens a generation decodes)."""
-        from .modes import mode_of  # the registry, which names this type only to annotate
-
-        return mode_of(self).units_per_sample(self)
+        if _MODE_OF is None:
+            raise RuntimeError("no mode registry: import accelbench (core/modes installs it)")
+        return _MODE_OF(self.mode).units_per_sample(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types, levers and mode arguments as objects: `from_dict` inverts it. No
@@ -154,6 +155,22 @@ class RunSpec:
             )
         except UsageError as exc:
             raise ValueError(f"spec: {exc}") from None
+
+
+class _ModeRule(Protocol):
+    def units_per_sample(self, spec: RunSpec) -> int: ...
+
+
+# The mode registry's lookup (core/modes.mode_of). The registry reads RunSpec, so this module
+# may not import it (no import cycles): it installs its lookup here as it is imported, which
+# importing accelbench always does.
+_MODE_OF: Callable[[str], _ModeRule] | None = None
+
+
+def install_mode_lookup(mode_of: Callable[[str], _ModeRule]) -> None:
+    """Called once, by core/modes."""
+    global _MODE_OF
+    _MODE_OF = mode_of
 
 
 # Mode generate's arguments were fields of their own before mode arguments (schema 10 and

@@ -25,8 +25,9 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..analysis.facts import GENERATION, LEFT_RUNNING, Generation, Probe, Rounds
+from ..analysis.facts import LEFT_RUNNING, Probe, Rounds
 from ..core.levels import RoundPolicy
+from ..core.modes import mode_of
 from ..core.result import Result
 from ..core.stats import Measurement, summarize
 from ..devices.power import JOULES_PER_SAMPLE, POWER, SAMPLES_PER_S_PER_WATT
@@ -182,8 +183,7 @@ def _combined(
     if probe is not None:
         out.update(probe.to_metrics())
     out.update(_power(before, latest, measured, first))
-    if GENERATION in before and GENERATION in latest:
-        out[GENERATION] = _generations(before[GENERATION], latest[GENERATION])
+    out.update(mode_of(first.spec).merge_processes(before, latest))  # the mode's own facts
     if isinstance(before.get(RANKS), list) and isinstance(latest.get(RANKS), list):
         out[RANKS] = _ranks(before[RANKS], latest[RANKS])
     latency = Latency.from_metrics(before)
@@ -295,23 +295,4 @@ def _ranks(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[str, A
                 "peak_memory": _larger(first.get("peak_memory"), later.get("peak_memory")),
             }
         )
-    return out
-
-
-def _generations(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Every process's timed generations together, their percentiles taken anew."""
-    out = {**a}
-    for name in ("prefill_s", "decode_s", "token_s"):
-        out[name] = [*a.get(name, ()), *b.get(name, ())]
-    steps = [s for sample in out["token_s"] for s in sample]
-    if steps and a.get("token_p50_s") is not None:
-        merged = Generation.from_metrics({GENERATION: out})
-        assert merged is not None
-        p50, p90 = Generation.step_percentiles(steps)
-        out["token_p50_s"], out["token_p90_s"] = p50, p90
-        tpot = merged.tpot_median_s
-        assert tpot is not None  # decode steps were timed
-        out["decode_tokens_per_s"] = merged.batch_size / tpot
-        if merged.bytes_per_token is not None:
-            out["achieved_bandwidth"] = merged.bytes_per_token / tpot
     return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..analysis.facts import generation_lengths
 from ..core.modes import mode_of
 from ..core.result import RunSpec, Value
 from .base import Lever, Prepared, Variant, find_lever, register
@@ -77,6 +78,6 @@ class KVCache(Lever):
 
 
 def _sequence_length(spec: RunSpec) -> int:
-    """The prompt and the new tokens: the positions a generation's cache holds (the generate
-    mode's arguments, read by name: levers sit below the modes)."""
-    return sum(int(spec.mode_arg(name) or 0) for name in ("prompt_length", "new_tokens"))
+    """The positions a generation's cache holds: the prompt and the new tokens."""
+    prompt, new = generation_lengths(spec)
+    return prompt + new

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.compare import BASE_DIMENSIONS, FASTEST, Dimension
-from ..core.modes import check_mode_args, find_mode, mode_names, mode_of
+from ..core.modes import check_stored_args, mode_of
 from ..core.result import DEFAULT_BACKEND, RunSpec
 from ..errors import UsageError
 from .base import Lever, all_levers, find_lever
@@ -85,8 +85,7 @@ def spec_with(spec: RunSpec, **values: Any) -> RunSpec:
 
 def check_levers(spec: RunSpec) -> None:
     """A stored or imported spec's lever values and mode arguments: ValueError names the
-    first that is wrong. (Its precision the RunSpec checked as it was read; the arguments of
-    a plugin's mode not loaded here are the plugin's to check.)"""
+    first that is wrong. (Its precision the RunSpec checked as it was read.)"""
     for name, value in spec.levers:
         try:
             lever = find_lever(name)
@@ -95,11 +94,7 @@ def check_levers(spec: RunSpec) -> None:
         lever.check(value)
         if value == lever.default:
             raise ValueError(f"lever {name!r} is stored at its default {value!r}")
-    if spec.mode in mode_names():
-        try:
-            check_mode_args(find_mode(spec.mode), dict(spec.mode_args))
-        except UsageError as exc:
-            raise ValueError(str(exc)) from None
+    check_stored_args(spec)
 
 
 def eager(spec: RunSpec) -> RunSpec:

@@ -132,6 +132,26 @@ class Generate(Mode):
             recorded = {**recorded, GENERATION: log.summary(measurement, spec.steps_per_block)}
         return recorded
 
+    def merge_processes(self, before: dict[str, Any], latest: dict[str, Any]) -> dict[str, Any]:
+        """Every process's timed generations together, their percentiles taken anew."""
+        if GENERATION not in before or GENERATION not in latest:
+            return {}
+        a, b = before[GENERATION], latest[GENERATION]
+        out = {**a}
+        for name in ("prefill_s", "decode_s", "token_s"):
+            out[name] = [*a.get(name, ()), *b.get(name, ())]
+        steps = [s for sample in out["token_s"] for s in sample]
+        if steps and a.get("token_p50_s") is not None:
+            merged = Generation.from_metrics({GENERATION: out})
+            assert merged is not None
+            out["token_p50_s"], out["token_p90_s"] = Generation.step_percentiles(steps)
+            tpot = merged.tpot_median_s
+            assert tpot is not None  # decode steps were timed
+            out["decode_tokens_per_s"] = merged.batch_size / tpot
+            if merged.bytes_per_token is not None:
+                out["achieved_bandwidth"] = merged.bytes_per_token / tpot
+        return {GENERATION: out}
+
     def sample_rule(self, rule: Rule) -> Rule:
         """Each generation is synchronized at every token already: each its own sample, no
         grouping of short blocks into one."""

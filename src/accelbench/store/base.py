@@ -12,6 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
+from ..core.modes import check_stored_args
 from ..core.peaks import PeakFigures
 from ..core.result import Result, RunSpec
 from ..core.vocab import PRECISIONS, STATUSES, Precision, Status
@@ -254,4 +255,6 @@ def from_row(row: Mapping[str, Any]) -> Result:
         except (TypeError, ValueError):
             raise ValueError(f"its {name} is not JSON: {str(row[name])[:40]!r}") from None
     spec = {name: record.pop(name) for name in SPEC_COLUMNS}
-    return replace(Result.from_record({**record, "spec": spec}), id=row["id"])
+    result = Result.from_record({**record, "spec": spec})
+    check_stored_args(result.spec)
+    return replace(result, id=row["id"])

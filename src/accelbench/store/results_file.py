@@ -27,8 +27,8 @@ EXPORT_FORMAT = "accelbench-results"
 # and 2 kept six of them as fields of the spec, and still read.
 # 4: a result's "rounds" says which samples came from which process; versions 1 to 3 have
 # none, and read as one process each.
-# 5: a spec's mode arguments sit in one object, "mode_args" (generate's prompt_length and
-# new_tokens were fields of the spec); version 4 and older still read (core/result moves them).
+# 5: a spec's mode arguments sit in one object, "mode_args" (a mode's own options were fields
+# of the spec); version 4 and older still read (core/result moves those into mode_args).
 EXPORT_VERSION = 5
 # The levers versions 1 and 2 kept as spec fields, with their defaults then.
 _LEGACY_LEVERS: dict[str, str | int | bool] = {

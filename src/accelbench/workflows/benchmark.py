@@ -94,8 +94,8 @@ class BenchmarkRequest:
     node_rank: int = 0
     rdzv_endpoint: str = ""  # HOST:PORT where the nodes meet, with nodes > 1
     profile: ProfileRequest | None = None  # profile each configuration after its samples
-    # mode option name -> the values to try, for the modes that declare it (generate's
-    # prompt_length, new_tokens); an option not named takes its default from the workload.
+    # mode option name -> the values to try, for the modes that declare it (core/modes'
+    # Mode.options); an option not named takes its default (the workload's, where it says so).
     mode_args: Mapping[str, tuple[Value, ...]] = field(default_factory=dict)
     # Processes per configuration (engine/rounds): a fixed count, or None for adaptive
     # (DEFAULT_POLICY's least first, then as many as their spread asks, up to max_rounds).

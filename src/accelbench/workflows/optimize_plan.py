@@ -68,8 +68,8 @@ class OptimizeRequest:
     device: str = ""  # one device name; "": the best available
     mode: str = "infer"
     batch_size: int | None = None  # None: the workload's own
-    # The mode's own options by name (generate's prompt_length, new_tokens); one not given
-    # takes its default from the workload.
+    # The mode's own options by name (its Mode.options); one not given takes its default
+    # (the workload's, where the option says so).
     mode_args: Mapping[str, Value] = field(default_factory=dict)
     levers: tuple[str, ...] = field(default_factory=default_groups)  # all but the opt-in
     epochs: int | None = None  # time exactly this many its per rung; else the adaptive rule

@@ -8,7 +8,6 @@ from dataclasses import replace
 from ...analysis.facts import Flops, Generation
 from ...analysis.history import Placement
 from ...analysis.trust import trust_of
-from ...core.modes import mode_of
 from ...core.result import Result
 from ...devices.kinds import BASELINE_DEVICE, is_baseline
 from ...devices.power import POWER_MISSING
@@ -118,16 +117,17 @@ def _latency_notes(r: Result) -> list[str]:
 
 
 def _headers(results: Sequence[Result]) -> tuple[str, ...]:
-    """The run table's columns: a generation's TTFT and TPOT where there is one; its
-    samples are tokens where every row generates, and FLOP/s and MFU are then the
+    """The run table's columns: a generation's TTFT and TPOT where a row has its phases
+    (the Generation fact); where every measured row has them, FLOP/s and MFU are the
     prefill's, in the notes. A column that says nothing here is left out: MFU where no
     device has a peak figure, vs CPU where every row ran on the CPU."""
     headers: tuple[str, ...] = _RUN_HEADERS
-    if any(mode_of(r.spec).decodes for r in results):
+    phased = [r.facts.get(Generation) is not None for r in results if r.measurement]
+    if any(phased):
         at = _RUN_HEADERS.index("step time") + 1
         headers = (*_RUN_HEADERS[:at], "TTFT", "TPOT", *_RUN_HEADERS[at:])
     left_out: set[str] = set()
-    if all(mode_of(r.spec).decodes for r in results):
+    if phased and all(phased):
         left_out |= {"TFLOP/s", "MFU"}
     if unit := shared_unit(results):
         headers = tuple(unit if h == "samples/s" else h for h in headers)
@@ -166,7 +166,7 @@ def _legend(results: Sequence[Result], headers: Sequence[str]) -> str:
     if not any(r.measurement for r in results):
         return ""
     generate = ""
-    if any(mode_of(r.spec).decodes for r in results):
+    if any(r.facts.get(Generation) is not None for r in results):
         generate = (
             " For generate, one it is one whole generation (prefill and every new token, "
             "greedy, no early stop), it/s is generations/s, tokens/s = batch x new tokens per "
