@@ -99,3 +99,23 @@ def test_the_registry_refuses_clashing_options_and_checks_values():
     with pytest.raises(UsageError, match="no mode has an option 'nope'"):
         check_options_apply(["nope"], ["generate"])
     check_options_apply(["new_tokens"], ["train", "generate"])  # one mode that has it is enough
+
+
+def test_a_mode_option_that_takes_a_command_s_own_flag_is_one_line():
+    import argparse
+
+    from accelbench.cli.mode_options import add_mode_options
+    from accelbench.core import modes
+
+    class Taken(Mode):
+        name = "taken-test"
+        options = (Count("taken", option="--batch-sizes", help=""),)
+
+    register_mode(Taken)
+    try:
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--batch-sizes")
+        with pytest.raises(UsageError, match="'taken-test' declares --batch-sizes, an option"):
+            add_mode_options(parser)
+    finally:
+        del modes._MODES["taken-test"]  # noqa: SLF001 (the registry has no unregister)

@@ -17,11 +17,19 @@ __all__ = ["add_mode_options", "mode_arg_values"]
 
 def add_mode_options(group: argparse._ActionsContainer, *, single: bool = False) -> None:
     """One option per mode option: `run`'s list-valued one, or with `single` `optimize`'s
-    single-valued one (an option that has none is left out there)."""
+    single-valued one (an option that has none is left out there). A flag the command has
+    already (a lever's, say) is a plugin's mistake, said in one line."""
+    from ..errors import UsageError
+
     for option, owners in _declared().items():
         flag = option.single if single else option.option
         if not flag:
             continue
+        if flag in group._option_string_actions:
+            raise UsageError(
+                f"mode {owners[0]!r} declares {flag}, an option the command has already; "
+                "give its option another name"
+            )
         which = f"--mode{'' if single else 's'} {','.join(owners)}"
         group.add_argument(
             flag,

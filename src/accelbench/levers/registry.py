@@ -57,7 +57,7 @@ def unsupported_reason(spec: RunSpec, device: Device, workload: Workload) -> str
     for lever in active_levers(spec):
         reason = lever.unsupported(spec, device, workload)
         if not reason and mode_of(spec).decodes and not lever.generates:
-            reason = "not measured with mode generate yet"
+            reason = f"not measured with mode {spec.mode} yet"
         if reason:
             return f"{lever.name}: {reason}"
     return None

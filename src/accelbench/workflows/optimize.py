@@ -171,7 +171,7 @@ def levers_not_tried(
         for group in lever.ladder_groups:
             reasons[group] = lever.not_tried(group, base, device, workload)
             if mode_of(base).decodes and not lever.generates:
-                reasons[group] = reasons[group] or "not measured with mode generate yet"
+                reasons[group] = reasons[group] or f"not measured with mode {base.mode} yet"
     return {group: why for group in groups if (why := reasons.get(group))}
 
 
