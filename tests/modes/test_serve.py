@@ -4,6 +4,7 @@ result is stored with LoadGen's verdict and summary, and bad options are one lin
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -57,3 +58,20 @@ def test_bad_serve_options_are_one_line_and_exit_2(tmp_path, option, said):
     assert out.returncode == 2
     assert said in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_without_loadgen_run_says_which_extra_in_one_line(tmp_path):
+    # a module that fails as a missing one does: the command must not get as far as a worker
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "mlperf_loadgen.py").write_text(
+        'raise ModuleNotFoundError("No module named mlperf_loadgen", name="mlperf_loadgen")\n'
+    )
+    path = os.pathsep.join([str(shadow), os.environ.get("PYTHONPATH", "")])
+    out = run_cli("run", "mlp", "--devices", "cpu", "--modes", "serve",
+                  "--db", str(tmp_path / "s.db"), env={"PYTHONPATH": path})  # fmt: skip
+    assert out.returncode == 2
+    assert out.stderr.strip() == (
+        "accelbench: error: mlcommons-loadgen is needed for serving under load: "
+        "pip install 'accelbench[serve]'"
+    )
