@@ -45,7 +45,11 @@ def add_parser(commands: Commands) -> None:
     add_filters(results)
     add_output_options(results, progress=False)
     results.set_defaults(handler=handle)
-    actions = results.add_subparsers(dest="action", metavar="ACTION")
+    actions = results.add_subparsers(
+        dest="action",
+        metavar="ACTION",
+        help="with none, `accelbench results` lists the stored results",
+    )
     # Options an action repeats must not reset what was given before it (`results --db X
     # export`): absent there, they keep the value parsed by `results` itself.
     export = actions.add_parser(

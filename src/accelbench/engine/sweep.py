@@ -25,7 +25,7 @@ from .runner import make_spec
 __all__ = ["Config", "Progress", "Sweep", "check_language_model", "run_interleaved"]
 
 
-DATA_PARALLEL_BLOCKS = 20  # timed blocks per rank when neither --epochs nor the workload fixes it
+DATA_PARALLEL_BLOCKS = 20  # timed blocks per rank when neither --blocks nor the workload fixes it
 
 
 @dataclass(frozen=True)
