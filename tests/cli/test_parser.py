@@ -50,6 +50,7 @@ def test_no_parser_takes_an_option_by_its_prefix():
         (["explain", "mlp", "--memory-formats", "channels_last"], "--memory-format"),
         (["verify", "mlp", "--precision", "bf16"], "--precisions"),
         (["run", "--batch-size=8"], "--batch-sizes"),
+        (["verify", "mlp", "--tolerance", "2"], "--accuracy-tolerance"),
     ],
 )
 def test_an_option_spelled_another_way_is_refused_with_the_right_one(capsys, argv, meant):
@@ -72,6 +73,14 @@ def test_verify_keeps_epochs_for_passes_over_the_data():
     args = build_parser().parse_args(["verify", "mlp", "--epochs", "3"])
     assert args.epochs == 3
     assert build_parser().parse_args(["run", "--blocks", "3"]).epochs == 3
+
+
+def test_tolerance_is_one_idea_per_command():
+    """optimize's --tolerance is a relative output error; verify's accuracy points are
+    --accuracy-tolerance, beside its --loss-tolerance."""
+    assert build_parser().parse_args(["optimize", "--tolerance", "0.1"]).tolerance == 0.1
+    args = build_parser().parse_args(["verify", "--accuracy-tolerance", "3"])
+    assert args.tolerance == 3.0
 
 
 def test_an_option_nothing_is_close_to_is_named_alone(capsys):

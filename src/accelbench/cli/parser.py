@@ -17,9 +17,15 @@ from typing import Any
 __all__ = ["RENAMED", "Parser", "did_you_mean"]
 
 # The spellings issue 37 replaced, and what replaced them where a command offers the new one:
-# export's example batch is `--batch-size` as everywhere else, and the timed blocks of run,
-# explain and optimize are `--blocks` (verify's `--epochs` stays: passes over the data).
-RENAMED = {"--batch": "--batch-size", "--epochs": "--blocks"}
+# export's example batch is `--batch-size` as everywhere else; the timed blocks of run,
+# explain and optimize are `--blocks` (verify's `--epochs` stays: passes over the data); and
+# verify's accuracy points are `--accuracy-tolerance`, beside its `--loss-tolerance`
+# (optimize's `--tolerance` stays: a relative output error).
+RENAMED = {
+    "--batch": "--batch-size",
+    "--epochs": "--blocks",
+    "--tolerance": "--accuracy-tolerance",
+}
 
 
 def did_you_mean(word: str, valid: Iterable[str]) -> str:
