@@ -132,11 +132,16 @@ def test_did_you_mean_compares_options_without_their_dashes():
             "accelbench export: error: unknown option --batch (did you mean --batch-size?) "
             "(see accelbench export --help)",
         ),
+        (
+            ["run", "mlp", "--device", "cpu"],  # the prefix of --devices, taken silently before
+            "accelbench run: error: unknown option --device (did you mean --devices?) "
+            "(see accelbench run --help)",
+        ),
     ],
 )
 def test_the_command_line_finds_what_was_meant(tmp_path, argv, said):
     """The real command: one line, exit code 2, nothing written (no database, no export)."""
-    out = run_cli(*argv, "--db" if argv[0] == "compare" else "--out", str(tmp_path / "x"))
+    out = run_cli(*argv, "--out" if argv[0] == "export" else "--db", str(tmp_path / "x"))
     assert out.returncode == 2 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1 and said in out.stderr
     assert list(tmp_path.iterdir()) == []
