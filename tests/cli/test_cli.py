@@ -93,8 +93,8 @@ BAD_RUNS = {
         "unknown workload 'resnet9000' (did you mean resnet50?); valid:",
     ),
     "unknown device": (["run", "--devices", "tpu"], "unknown device 'tpu'; valid: cpu, cuda"),
-    "zero epochs": (["run", "--blocks", "0"], "argument --blocks: must be 1 or more, got 0"),
-    "word epochs": (["run", "--blocks", "many"], "argument --blocks: 'many' is not a whole number"),
+    "zero blocks": (["run", "--blocks", "0"], "argument --blocks: must be 1 or more, got 0"),
+    "word blocks": (["run", "--blocks", "many"], "argument --blocks: 'many' is not a whole number"),
     "negative warmup": (["run", "--warmup", "-1"], "argument --warmup: must be 0 or more"),
     "unknown command": (["fly"], "unknown command 'fly'; valid: run, explain"),
     "unknown precision": (
