@@ -90,6 +90,18 @@ def test_an_option_nothing_is_close_to_is_named_alone(capsys):
     assert said.startswith("accelbench explain: error: unexpected argument(s): extra")
 
 
+def test_an_option_before_the_command_is_named_not_taken_for_a_missing_command(capsys):
+    said = _refusal(capsys, "--verison")
+    assert (
+        said == "accelbench: error: unknown option --verison (did you mean --version?) (see "
+        "accelbench --help)"
+    )
+    said = _refusal(capsys, "--json", "devices")
+    assert said.startswith(
+        "accelbench: error: unknown option --json (options go after the command)"
+    )
+
+
 def test_a_mistyped_value_gets_the_closest_valid_one(capsys):
     said = _refusal(capsys, "run", "--modes", "trian")
     assert "argument --modes: invalid value 'trian' (did you mean train?); valid: train" in said

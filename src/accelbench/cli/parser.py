@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -53,10 +54,23 @@ class Parser(argparse.ArgumentParser):
     ) -> tuple[argparse.Namespace, list[str]]:
         """As argparse, but what this parser does not know is refused here, where its own
         options are known, rather than by the top parser that only knows the commands."""
+        args = sys.argv[1:] if args is None else list(args)
+        self._check_leading(args)
         parsed, extra = super().parse_known_args(args, namespace)
         if extra:
             self.error(self._unknown(extra))
         return parsed, extra
+
+    def _check_leading(self, args: list[str]) -> None:
+        """An unknown option before the command a parser requires (`accelbench --json
+        devices`): argparse would say only that the command is missing, or take the option's
+        value for the command."""
+        commands = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
+        known = {name for action in self._actions for name in action.option_strings}
+        first = args[0].partition("=")[0] if args else ""
+        if commands and commands[0].required and first.startswith("-") and first not in known:
+            where = f" (options go after the {str(commands[0].metavar).lower()})"
+            self.error(f"unknown option {first}{self._suggested(first) or where}")
 
     def _unknown(self, extra: list[str]) -> str:
         options = [word for word in extra if word.startswith("-") and len(word) > 1]
