@@ -10,8 +10,8 @@ save() { tar czf $OUT/out_a.tgz -C /tmp w; }
 step() { echo "=== $*"; "$@"; save; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv
 step sh -c "python3 -m accelbench calibrate --devices cuda --db $DB | tee $W/calibrate.txt"
-step sh -c "python3 -m accelbench run seed-cnn --devices cuda --epochs 100 --db $DB --json --quiet > $W/seed.json"
+step sh -c "python3 -m accelbench run seed-cnn --devices cuda --blocks 100 --db $DB --json --quiet > $W/seed.json"
 step sh -c "python3 benchmarks/seed_reference.py --epochs 100 --compare $W/seed.json | tee $W/seed_ref.json"
-step sh -c "python3 -m accelbench run resnet50 --devices cuda --precisions bf16 --memory-formats channels_last --batch-sizes 256 --epochs 50 --db $DB --json --quiet > $W/r50.json"
-step sh -c "python3 -m accelbench run resnet50 --devices cuda --modes infer --precisions bf16 --memory-formats channels_last --batch-sizes 32 --epochs 200 --db $DB --json --quiet > $W/r50i.json"
+step sh -c "python3 -m accelbench run resnet50 --devices cuda --precisions bf16 --memory-formats channels_last --batch-sizes 256 --blocks 50 --db $DB --json --quiet > $W/r50.json"
+step sh -c "python3 -m accelbench run resnet50 --devices cuda --modes infer --precisions bf16 --memory-formats channels_last --batch-sizes 32 --blocks 200 --db $DB --json --quiet > $W/r50i.json"
 step sh -c "python3 -m accelbench results --db $DB | tee $W/results.txt"

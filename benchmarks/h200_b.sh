@@ -8,7 +8,7 @@ ab() { python3 -m accelbench "$@"; }
 ab calibrate --devices cuda --db $DB > $W/calibrate.txt; save
 python3 benchmarks/harness_check.py --config seed-cnn:train:fp32:64 \
   --config resnet50:train:bf16:256:cl --config resnet50:infer:bf16:32:cl | tee $W/harness.jsonl; save
-ab run seed-cnn --devices cpu,cuda --cuda-graphs off,on --epochs 100 --db $DB --quiet | tee $W/seed_graphs.txt; save
+ab run seed-cnn --devices cpu,cuda --cuda-graphs off,on --blocks 100 --db $DB --quiet | tee $W/seed_graphs.txt; save
 ab run resnet50 --devices cuda --precisions bf16 --memory-formats channels_last --batch-sizes 256 \
   --compile off,default --max-time 10 --db $DB --quiet | tee $W/r50_compile.txt; save
 ab run resnet50 --devices cuda --precisions fp32,tf32,bf16 --batch-sizes 128 --max-time 5 \

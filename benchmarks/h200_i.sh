@@ -11,9 +11,9 @@ E="python3 -m accelbench explain --device cuda --mode train --db $DB --quiet"
 timed seed_eager timeout 120 $E seed-cnn --batch-size 64 --trace $W/seed_eager.json
 timed seed_graph timeout 120 $E seed-cnn --batch-size 64 --cuda-graphs on
 # fp16 training: GradScaler reads found_inf on the host inside the step (a synchronization)
-timed seed_fp16 timeout 120 $E seed-cnn --batch-size 64 --precisions fp16
+timed seed_fp16 timeout 120 $E seed-cnn --batch-size 64 --precision fp16
 # resnet50 training bf16 + channels_last at batch 256: device busy above 90%
-timed resnet timeout 180 $E resnet50 --batch-size 256 --precisions bf16 --memory-formats channels_last --max-time 5
+timed resnet timeout 180 $E resnet50 --batch-size 256 --precision bf16 --memory-format channels_last --max-time 5
 timed resnet_fp16 timeout 180 $E resnet50 --batch-size 256 --precisions fp16 --memory-formats channels_last --max-time 5
 # profiling adds no time to the reported figure: without and with, alternating (one sweep each)
 R="python3 -m accelbench run seed-cnn --devices cuda --modes train --batch-sizes 64 --db $DB --quiet"

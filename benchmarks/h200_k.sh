@@ -9,5 +9,5 @@ for b in 1 16 64; do
   timed ref$b timeout 90 python3 benchmarks/llm_reference.py --batch $b --prompt 512 --new 128 --runs 5
 done
 timed llama timeout 150 python3 -m accelbench run llama-1b --modes generate --devices cuda \
-  --precisions bf16 --batch-sizes 1,16,64 --prompt-lengths 512 --new-tokens 128 --epochs 5 --db $DB --quiet
+  --precisions bf16 --batch-sizes 1,16,64 --prompt-lengths 512 --new-tokens 128 --blocks 5 --db $DB --quiet
 python3 -m accelbench results --db $DB --json > $W/results.json; save

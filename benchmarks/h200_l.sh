@@ -13,7 +13,7 @@ part=$1; W=/tmp/wl_$part; mkdir -p $W; export DB=$W/h200.db
 save() { tar czf $OUT/out_l_$part.tgz -C /tmp wl_$part; }
 timed() { local name=$1; shift; local t0=$(date +%s); "$@" > $W/$name.txt 2>$W/$name.err
   echo "$name: $(( $(date +%s) - t0 )) s" | tee -a $W/walls.txt; save; }
-GEN="run llama-1b --modes generate --devices cuda --precisions bf16 --prompt-lengths 512 --new-tokens 128 --epochs 10 --db $DB --quiet"
+GEN="run llama-1b --modes generate --devices cuda --precisions bf16 --prompt-lengths 512 --new-tokens 128 --blocks 10 --db $DB --quiet"
 REF="python3 benchmarks/llm_reference.py --prompt 512 --new 128 --runs 10"
 case $part in
 eager)
@@ -22,7 +22,7 @@ eager)
   timed ref_b timeout 150 $REF --batches 1,16,64
   timed ref_async timeout 150 $REF --batches 1,64 --no-sync
   timed smoke timeout 100 python3 -m accelbench run gpt2 --modes generate --devices cuda \
-    --kv-cache static --compile reduce-overhead --epochs 3 --db $DB --quiet ;;
+    --kv-cache static --compile reduce-overhead --blocks 3 --db $DB --quiet ;;
 compiled)
   timed ref_sc timeout 200 $REF --batches 1,64 --static-compile
   timed ref_sc_async timeout 200 $REF --batches 1 --static-compile --no-sync
@@ -31,13 +31,13 @@ compiled)
   timed llama_attn timeout 100 python3 -m accelbench $GEN --batch-sizes 1 --attention eager ;;
 short)
   timed ref_sc timeout 150 $REF --batches 1,64 --runs 5 --static-compile
-  timed llama_sc timeout 200 python3 -m accelbench ${GEN/--epochs 10/--epochs 5} --batch-sizes 1,64 \
+  timed llama_sc timeout 200 python3 -m accelbench ${GEN/--blocks 10/--blocks 5} --batch-sizes 1,64 \
     --kv-cache static --compile reduce-overhead
   timed optimize timeout 230 python3 -m accelbench optimize llama-1b --mode generate \
     --device cuda --prompt-length 512 --new-tokens 128 --budget 200 --db $DB ;;
 gap)
   timed gap timeout 200 python3 benchmarks/generate_gap.py --batches 1,64 --runs 6
-  timed llama_sc timeout 120 python3 -m accelbench ${GEN/--epochs 10/--epochs 6} --batch-sizes 1 \
+  timed llama_sc timeout 120 python3 -m accelbench ${GEN/--blocks 10/--blocks 6} --batch-sizes 1 \
     --kv-cache static --compile reduce-overhead ;;
 gap2)
   SC="--batch-sizes 1 --kv-cache static --compile reduce-overhead"
@@ -46,9 +46,9 @@ gap2)
   # which processes hold a CUDA context while run measures (the CLI parent too?)
   (sleep 45; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv \
     > $W/apps.txt; ps -ef --forest | grep -v grep | grep -A3 accelbench >> $W/apps.txt) &
-  timed run_forkserver timeout 110 python3 -m accelbench ${GEN/--epochs 10/--epochs 6} $SC
+  timed run_forkserver timeout 110 python3 -m accelbench ${GEN/--blocks 10/--blocks 6} $SC
   timed run_spawn timeout 120 env ACCELBENCH_START=spawn python3 -m accelbench \
-    ${GEN/--epochs 10/--epochs 6} $SC --db $W/spawn.db
+    ${GEN/--blocks 10/--blocks 6} $SC --db $W/spawn.db
   python3 -m accelbench results --db $W/spawn.db --json > $W/spawn.json
   timed gap_fork timeout 110 python3 benchmarks/generate_gap.py --batches 1 --runs 6 --fork ;;
 gap3)
@@ -61,7 +61,7 @@ gap4)
   timed worker_gap timeout 280 python3 benchmarks/worker_gap.py --out $W setpgid as_is setpgid2 as_is2
   for v in setpgid as_is setpgid2 as_is2; do
     python3 -m accelbench results --db $W/$v.db --json > $W/$v.results.json; done
-  timed run timeout 150 python3 -m accelbench ${GEN/--epochs 10/--epochs 6} --batch-sizes 1,64 \
+  timed run timeout 150 python3 -m accelbench ${GEN/--blocks 10/--blocks 6} --batch-sizes 1,64 \
     --kv-cache static --compile reduce-overhead
   timed ref timeout 120 $REF --batches 1,64 --runs 6 --static-compile ;;
 optimize)

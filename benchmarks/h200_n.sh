@@ -11,7 +11,7 @@ timed() { local name=$1; shift; local t0=$(date +%s); "$@" > $W/$name.txt 2>$W/$
   echo "$name: $(( $(date +%s) - t0 )) s" | tee -a $W/walls.txt; save; }
 AB="python3 -m accelbench"
 GEN="run llama-1b --modes generate --devices cuda --precisions bf16 --prompt-lengths 512"
-GEN="$GEN --new-tokens 128 --epochs 5"
+GEN="$GEN --new-tokens 128 --blocks 5"
 case $part in
 run)
   python3 -c "import torch, transformers, sys; print(sys.version, torch.__version__, transformers.__version__)" > $W/versions.txt

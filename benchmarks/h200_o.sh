@@ -13,7 +13,7 @@ python3 -c "import torch, transformers, sys; print(sys.version, torch.__version_
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv >> $W/versions.txt
 timed main timeout 150 $AB run --db $W/main.db
 timed gen timeout 120 $AB run gpt2-tiny --modes generate --devices cuda --precisions fp32,bf16 \
-  --prompt-lengths 64 --new-tokens 16 --kv-cache dynamic,static --epochs 5 --db $W/gen.db
+  --prompt-lengths 64 --new-tokens 16 --kv-cache dynamic,static --blocks 5 --db $W/gen.db
 timed infer timeout 90 $AB run resnet50 --modes infer,train --devices cuda --precisions bf16 \
   --batch-sizes 64 --max-time 3 --db $W/main.db
 timed opt timeout 150 $AB optimize seed-cnn --device cuda --mode infer --budget 120 --db $W/opt.db

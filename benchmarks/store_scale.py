@@ -74,7 +74,7 @@ def real_result(source: str | None, work: Path) -> Result:
     if source is None:
         source = str(work / "seed.db")
         command = [sys.executable, "-m", "accelbench", "run", "mlp", "--devices", "cpu",
-                   "--epochs", "2", "--no-verdict", "--no-latency", "--quiet", "--db", source]
+                   "--blocks", "2", "--no-verdict", "--no-latency", "--quiet", "--db", source]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=_env())
     with Store(source, create=False) as store:
         found = [r for r in store.results(limit=50) if r.measurement is not None]

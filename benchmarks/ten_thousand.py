@@ -1,7 +1,7 @@
 """10,000 results in one database (issue 26): one measured result, copied with new uids and
 50 batch sizes, imported.
 
-    accelbench run seed-cnn --devices cpu --epochs 3 --no-verdict --db base.db
+    accelbench run seed-cnn --devices cpu --blocks 3 --no-verdict --db base.db
     accelbench results export --out one.json --db base.db
     python3 benchmarks/ten_thousand.py one.json big.json
     accelbench results import big.json --db big.db

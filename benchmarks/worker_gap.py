@@ -25,9 +25,9 @@ from accelbench.engine import worker  # noqa: E402
 
 GPU = (
     "llama-1b --devices cuda --precisions bf16 --prompt-lengths 512 --new-tokens 128 "
-    "--batch-sizes 1 --kv-cache static --compile reduce-overhead --epochs 6"
+    "--batch-sizes 1 --kv-cache static --compile reduce-overhead --blocks 6"
 )
-CPU = "gpt2 --devices cpu --prompt-lengths 16 --new-tokens 8 --batch-sizes 1 --epochs 2"
+CPU = "gpt2 --devices cpu --prompt-lengths 16 --new-tokens 8 --batch-sizes 1 --blocks 2"
 
 
 def main() -> None:

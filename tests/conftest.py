@@ -50,7 +50,7 @@ def measured_db(tmp_path_factory):
     $ACCELBENCH_DB, which test_cli.py checks. Tests that write work on a copy (`copy_of`)."""
     db = tmp_path_factory.mktemp("measured") / "env.db"
     out = run_cli(
-        "run", "mlp", "--devices", "cpu", "--epochs", "1", "--no-verdict", "--quiet",
+        "run", "mlp", "--devices", "cpu", "--blocks", "1", "--no-verdict", "--quiet",
         env={"ACCELBENCH_DB": str(db)},
     )  # fmt: skip
     assert out.returncode == 0, out.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from accelbench.cli.docs import PAGES, REGENERATE, subcommands
+from accelbench.cli.docs import PAGES, REGENERATE, command_parser, spellings, subcommands
 from accelbench.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +36,7 @@ def test_the_command_pages_list_the_parsers_options():
     env = {k: v for k, v in os.environ.items() if k != "ACCELBENCH_LEVERS"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE.parent), env.get("PYTHONPATH")]))
     out = subprocess.run(
-        [sys.executable, "-m", "accelbench.cli.docs", "--check", str(DOCS / "commands")],
+        [sys.executable, "-m", "accelbench.cli.docs", "--check", str(DOCS)],
         capture_output=True,
         text=True,
         env=env,
@@ -44,6 +44,23 @@ def test_the_command_pages_list_the_parsers_options():
         timeout=120,
     )
     assert out.returncode == 0, f"{out.stderr.strip()}: regenerate them with `{REGENERATE}`"
+
+
+def test_one_spelling_per_idea_plural_for_a_list_singular_for_one_value():
+    """docs/options.md's rows: an idea is spelled at most two ways, its singular taking one
+    value and its plural a list (DESIGN.md's CLI conventions), in every command."""
+    for idea, by_command in spellings().items():
+        spelled = {action.option_strings[0] for action in by_command.values()}
+        assert len(spelled) <= 2, (idea, spelled)
+        for command, action in by_command.items():
+            option = action.option_strings[0]
+            if len(spelled) == 2 and option == max(spelled, key=len):  # the plural
+                assert option.endswith("s") and action.metavar == "LIST", (command, option)
+            elif len(spelled) == 2:
+                assert action.metavar != "LIST", (command, option)
+    # explain measures one configuration: none of its options takes a list
+    assert not [a for a in command_parser("explain")._actions if a.metavar == "LIST"]
+    assert spellings()["batch-size"]["export"].option_strings == ["--batch-size"]
 
 
 def _architecture_modules() -> set[str]:

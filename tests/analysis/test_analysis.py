@@ -56,7 +56,7 @@ def test_failed_results_are_left_alone():
 
 
 def test_the_verdict_shows_the_two_step_times_its_paired_ratio_compares():
-    # `run mlp --devices cpu --epochs 3` on a 2-core CPU: each process timed one step alone
+    # `run mlp --devices cpu --blocks 3` on a 2-core CPU: each process timed one step alone
     # after its warm-up (1.46 ms), while the probe's pairs ran 0.421 ms at batch 25 and
     # 0.43 ms at 100 (1.02x). The sentence showed 1.46 ms beside 0.421 ms and "1.02x".
     probe = Probe(

@@ -223,7 +223,7 @@ def test_a_generate_run_stores_its_phases_and_survives_export(tmp_path):
     db = tmp_path / "r.db"
     out = run_cli(
         "run", TINY, "--modes", "generate", "--devices", "cpu", "--batch-sizes", "2",
-        "--prompt-lengths", "12", "--new-tokens", "5", "--threads", "1", "--epochs", "6",
+        "--prompt-lengths", "12", "--new-tokens", "5", "--threads", "1", "--blocks", "6",
         "--json", "--db", str(db),
     )  # fmt: skip
     assert out.returncode == 0, out.stderr

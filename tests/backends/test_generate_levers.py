@@ -242,7 +242,7 @@ def test_optimize_searches_generate_with_token_drift(tmp_path):
     db = str(tmp_path / "o.db")
     done = run_cli(
         "optimize", TINY, "--mode", "generate", "--device", "cpu", "--levers",
-        "precision,attention,kv_cache,compile", "--epochs", "3", "--db", db,
+        "precision,attention,kv_cache,compile", "--blocks", "3", "--db", db,
         "--prompt-length", "8", "--new-tokens", "4", timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -282,7 +282,7 @@ def test_gpt2_generates_exactly_n_tokens_on_this_cpu(tmp_path):
     db = str(tmp_path / "g.db")
     done = run_cli(
         "run", "gpt2", "--modes", "generate", "--devices", "cpu", "--prompt-lengths", "32",
-        "--new-tokens", "8", "--epochs", "2", "--db", db, "--quiet", timeout=300,
+        "--new-tokens", "8", "--blocks", "2", "--db", db, "--quiet", timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     listed = run_cli("results", "--db", db, "--json")

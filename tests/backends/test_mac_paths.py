@@ -393,7 +393,7 @@ def test_core_ml_says_what_it_cannot_run(fake_coreml, options, reason):
 
 def test_off_macos_core_ml_is_stored_as_unsupported(cli, tmp_path):
     db = str(tmp_path / "r.db")
-    args = ("mlp", "--devices", "cpu", "--modes", "infer", "--epochs", "1")
+    args = ("mlp", "--devices", "cpu", "--modes", "infer", "--blocks", "1")
     done = cli("run", *args, "--backends", "coreml", "--json", "--quiet", "--db", db)
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["results"]

@@ -96,7 +96,7 @@ def test_cli_runs_torch_and_onnxruntime_side_by_side_and_compares_them(tmp_path)
     db = str(tmp_path / "r.db")
     common = ["--devices", "cpu", "--modes", "infer", "--batch-sizes", "8", "--db", db]
     run = run_cli(
-        "run", "seed-cnn", *common, "--backends", "torch,onnxruntime", "--epochs", "6",
+        "run", "seed-cnn", *common, "--backends", "torch,onnxruntime", "--blocks", "6",
         "--no-verdict", "--quiet", "--json",
         "--rounds", "1", "--no-latency",  # one process (one ONNX export) each: enough here
     )  # fmt: skip

@@ -29,7 +29,7 @@ def test_help_does_not_import_torch(argv):
 
 def test_run_prints_the_table_and_stores_the_result(tmp_path):
     db = tmp_path / "r.db"
-    out = run_cli("run", "seed-cnn", "--devices", "cpu", "--epochs", "2", "--db", str(db))
+    out = run_cli("run", "seed-cnn", "--devices", "cpu", "--blocks", "2", "--db", str(db))
     assert out.returncode == 0, out.stderr
     assert "seed-cnn" in out.stdout and "it/s" in out.stdout
     # a CPU-only run has no ratio to the CPU, and this CPU no peak for an MFU: left out
@@ -51,7 +51,7 @@ def test_run_json_carries_raw_samples_and_statistics(tmp_path):
         "mlp",
         "--devices",
         "cpu",
-        "--epochs",
+        "--blocks",
         "8",
         "--warmup",
         "2",
@@ -93,10 +93,10 @@ BAD_RUNS = {
         "unknown workload 'resnet9000' (did you mean resnet50?); valid:",
     ),
     "unknown device": (["run", "--devices", "tpu"], "unknown device 'tpu'; valid: cpu, cuda"),
-    "zero epochs": (["run", "--epochs", "0"], "argument --epochs: must be 1 or more, got 0"),
-    "word epochs": (["run", "--epochs", "many"], "argument --epochs: 'many' is not a whole number"),
+    "zero blocks": (["run", "--blocks", "0"], "argument --blocks: must be 1 or more, got 0"),
+    "word blocks": (["run", "--blocks", "many"], "argument --blocks: 'many' is not a whole number"),
     "negative warmup": (["run", "--warmup", "-1"], "argument --warmup: must be 0 or more"),
-    "unknown command": (["fly"], "invalid choice: 'fly'"),
+    "unknown command": (["fly"], "unknown command 'fly'; valid: run, explain"),
     "unknown precision": (
         ["run", "--precisions", "fp32,fp64"],
         "argument --precisions: invalid value 'fp64'; valid: fp32, tf32, fp16, bf16",
@@ -163,7 +163,7 @@ def test_bad_databases_are_refused_in_one_line(tmp_path):
     }
     for path, message in cases.items():
         before = digest(foreign), digest(text)
-        out = run_cli("run", "mlp", "--devices", "cpu", "--epochs", "1", "--db", path)
+        out = run_cli("run", "mlp", "--devices", "cpu", "--blocks", "1", "--db", path)
         assert out.returncode == 2, path
         assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
         assert (digest(foreign), digest(text)) == before
@@ -182,7 +182,7 @@ def test_run_prunes_channels_for_inference_and_refuses_training(tmp_path):
         "train,infer",
         "--pruning",
         "none,channels:0.50",
-        "--epochs",
+        "--blocks",
         "2",
         "--no-verdict",
         "--json",

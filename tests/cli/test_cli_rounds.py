@@ -23,7 +23,7 @@ FAST = ["mlp", "--devices", "cpu", "--no-verdict", "--no-latency", "--quiet"]
         (["--rounds", "0"], "argument --rounds: must be 1 or more, got 0"),
         (["--max-rounds", "1"], "--max-rounds 1 is below the 2 an interval needs"),
         (["--rounds", "3", "--max-rounds", "5"], "give one of them"),
-        (["--rounds", "5", "--epochs", "3"], "--rounds 5 cannot share 3 timed its"),
+        (["--rounds", "5", "--blocks", "3"], "--rounds 5 cannot share 3 timed its"),
     ],
 )
 def test_bad_process_counts_are_one_line_exit_2_and_nothing_stored_changes(
@@ -40,7 +40,7 @@ def test_bad_process_counts_are_one_line_exit_2_and_nothing_stored_changes(
 def test_a_command_run_again_numbers_its_passes_on(tmp_path):
     db = tmp_path / "r.db"
     for _ in range(2):
-        out = run_cli("run", *FAST, "--epochs", "2", "--json", "--db", str(db))
+        out = run_cli("run", *FAST, "--blocks", "2", "--json", "--db", str(db))
         assert out.returncode == 0, out.stderr
     with Store(db, create=False) as store:
         newer, older = store.results()

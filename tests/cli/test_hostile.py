@@ -264,7 +264,7 @@ def test_a_read_only_database_is_refused_before_anything_is_measured(tmp_path, r
     model.write_text(MODEL.format(marker=str(marker)))
     out = run_cli(
         *("run", "--model", f"{model}:factory", "--input-shape", "3", "--num-classes", "2"),
-        *("--devices", "cpu", "--epochs", "3", "--db", str(read_only_db)),
+        *("--devices", "cpu", "--blocks", "3", "--db", str(read_only_db)),
     )
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "cannot write to" in out.stderr and "readonly" in out.stderr
@@ -312,7 +312,7 @@ FAKE_TORCHES = {
 
 
 @pytest.mark.parametrize("fake", sorted(FAKE_TORCHES))
-@pytest.mark.parametrize("command", [["devices"], ["run", "mlp", "--epochs", "2", "--db", "r.db"]])
+@pytest.mark.parametrize("command", [["devices"], ["run", "mlp", "--blocks", "2", "--db", "r.db"]])
 def test_a_torch_that_shadows_the_real_one_is_named_in_one_line(tmp_path, fake, command):
     code, said = FAKE_TORCHES[fake]
     (tmp_path / "shadow" / "torch").mkdir(parents=True)

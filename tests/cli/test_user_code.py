@@ -57,7 +57,7 @@ MODELS = textwrap.dedent(
         return Quits()
     """
 )
-OPTIONS = ["--input-shape", "8", "--num-classes", "2", "--devices", "cpu", "--epochs", "2"]
+OPTIONS = ["--input-shape", "8", "--num-classes", "2", "--devices", "cpu", "--blocks", "2"]
 OPTIONS += ["--no-latency", "--quiet"]
 
 

@@ -186,7 +186,7 @@ def test_a_run_beside_a_busy_process_records_it_and_warns(tmp_path):
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.5)
-        args = ("run", "mlp", "--devices", "cpu", "--epochs", "1500", "--no-verdict")
+        args = ("run", "mlp", "--devices", "cpu", "--blocks", "1500", "--no-verdict")
         out = run_cli(*args, "--db", str(tmp_path / "r.db"))
     finally:
         busy.kill()

@@ -64,7 +64,7 @@ def test_two_gloo_processes_train_and_aggregate(tmp_path):
         "cpu",
         "--nproc-per-node",
         "2",
-        "--epochs",
+        "--blocks",
         "2",  # one it in each of two processes, each launching both ranks
         "--no-verdict",
         "--json",
@@ -145,7 +145,7 @@ def test_a_failing_or_hanging_rank_ends_the_run_and_leaves_no_process(
         "cpu",
         "--nproc-per-node",
         "2",
-        "--epochs",
+        "--blocks",
         "2",
         "--no-verdict",
         "--timeout",
@@ -172,7 +172,7 @@ def test_inference_is_not_data_parallel(tmp_path):
         "infer",
         "--nproc-per-node",
         "2",
-        "--epochs",
+        "--blocks",
         "2",
         "--no-verdict",
         *("--rounds", "1", "--no-latency"),  # the single process's row is not under test

@@ -119,7 +119,7 @@ def test_a_forward_that_exits_crashes_or_hangs_ends_only_its_configuration(tmp_p
     began = time.monotonic()
     out = run_cli(
         *("run", "--model", _model(tmp_path, HOSTILE), *MODULE, "--batch-sizes", "1,2,3"),
-        *("--epochs", "1", "--timeout", "5", "--db", str(db)),
+        *("--blocks", "1", "--timeout", "5", "--db", str(db)),
         timeout=120,
     )
     assert time.monotonic() - began < 60, "the hanging forward was waited for"
@@ -197,7 +197,7 @@ def test_a_terminated_or_killed_cli_leaves_no_process_behind(tmp_path, sent, for
     env = {**os.environ, mark: "1", "STARTED_FILE": str(started), "FORWARD_SLEEP_S": str(forward_s)}
     env.pop("ACCELBENCH_DB", None)
     command = [sys.executable, "-m", "accelbench", "run", "--model", _model(tmp_path, STARTED)]
-    command += ["--devices", "cpu", "--no-verdict", "--epochs", "100000"]
+    command += ["--devices", "cpu", "--no-verdict", "--blocks", "100000"]
     command += ["--db", str(tmp_path / "r.db")]
     # Files, not pipes: a survivor holding a pipe open would hang the test instead of failing it.
     with (tmp_path / "err").open("w") as err:

@@ -40,7 +40,7 @@ def swept(tmp_path_factory):
     db = tmp_path_factory.mktemp("latency") / "r.db"
     run = run_cli(
         "run", "mlp", "--devices", "cpu", "--modes", "infer,train", "--batch-sizes", "8,1",
-        "--epochs", "40", "--no-verdict", "--quiet", "--db", str(db),
+        "--blocks", "40", "--no-verdict", "--quiet", "--db", str(db),
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     with Store(db) as store:
@@ -102,7 +102,7 @@ def test_the_reports_have_the_latency_column(swept):
 
 def test_no_latency_leaves_it_out(tmp_path):
     run = run_cli(
-        "run", "mlp", "--devices", "cpu", "--modes", "infer", "--epochs", "3", "--no-verdict",
+        "run", "mlp", "--devices", "cpu", "--modes", "infer", "--blocks", "3", "--no-verdict",
         "--no-latency", "--json", "--db", str(tmp_path / "r.db"),
     )  # fmt: skip
     assert run.returncode == 0, run.stderr

@@ -77,7 +77,7 @@ def test_what_the_models_code_starts_ends_with_its_configuration(tmp_path):
     pids = tmp_path / "pids.txt"
     out = run_cli(
         "run", "--model", f"{tmp_path / 'forky.py'}:make", "--input-shape", "8",
-        "--num-classes", "2", "--devices", "cpu", "--modes", "infer", "--epochs", "2",
+        "--num-classes", "2", "--devices", "cpu", "--modes", "infer", "--blocks", "2",
         "--no-latency", "--json", "--db", str(tmp_path / "r.db"),
         env={"ACCELBENCH_TEST_PIDS": str(pids)},
     )  # fmt: skip
@@ -131,7 +131,7 @@ def test_a_measurement_outlives_a_clean_up_that_fails(tmp_path):
     (tmp_path / "faked" / "sitecustomize.py").write_text(FAKED_SLEEP)
     path = os.pathsep.join([str(tmp_path / "faked"), os.environ.get("PYTHONPATH", "")])
     db = tmp_path / "r.db"
-    args = ["mlp", "--epochs", "4", "--rounds", "1", "--no-verdict", "--db", str(db)]
+    args = ["mlp", "--blocks", "4", "--rounds", "1", "--no-verdict", "--db", str(db)]
     out = run_cli("run", *args, env={"PYTHONPATH": path})
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     stored = json.loads(run_cli("results", "--json", "--db", str(db)).stdout)

@@ -194,7 +194,7 @@ def test_a_crash_and_a_hang_end_their_configurations_and_the_sweep_goes_on(tmp_p
         "cpu",
         "--batch-sizes",
         "2,3,5,4",
-        "--epochs",
+        "--blocks",
         "2",
         "--timeout",
         "8",  # from the worker's readiness: ample for a Linear, and what the hang waits for
@@ -223,7 +223,7 @@ def test_resume_skips_what_the_same_sweep_already_stored(tmp_path):
         "cpu",
         "--modes",
         "train,infer",
-        "--epochs",
+        "--blocks",
         "2",
         "--json",
         "--db",
@@ -252,7 +252,7 @@ def test_cpu_sweep_of_the_seed_workloads(tmp_path):
         "train,infer",
         "--precisions",
         "fp32,bf16",
-        "--epochs",
+        "--blocks",
         "2",
         # one process each, no verdict probe or latency: the sweep's expansion and its
         # measurements are under test here; those steps have tests of their own and, failing,

@@ -156,6 +156,6 @@ def test_an_example_batch_too_large_for_memory_is_one_line(tmp_path, monkeypatch
     workload = get_workload("mlp")  # the registry's own object: changed for this test only
     monkeypatch.setattr(workload, "input_shape", (10**7,))
     with pytest.raises(UsageError, match="out of memory exporting mlp with an example batch of "
-                       "1,000,000,000: try a smaller --batch"):  # fmt: skip
+                       "1,000,000,000: try a smaller --batch-size"):  # fmt: skip
         export_model(workload, ["onnx"], tmp_path, EXPORTERS, batch=10**9)
     assert list(tmp_path.iterdir()) == []

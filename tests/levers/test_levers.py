@@ -14,7 +14,7 @@ from accelbench.levers import all_levers, check_levers, find_lever, label, spec_
 from tests.conftest import TESTS, run_cli
 
 TOY = {"ACCELBENCH_LEVERS": str(TESTS / "toy_lever.py")}
-RUN = ["--devices", "cpu", "--modes", "infer", "--epochs", "2", "--warmup", "1", "--no-verdict"]
+RUN = ["--devices", "cpu", "--modes", "infer", "--blocks", "2", "--warmup", "1", "--no-verdict"]
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_export_and_import_carry_the_toy_lever(toy_db, tmp_path):
 def test_the_optimize_ladder_tries_the_toy_lever(tmp_path):
     out = run_cli(
         "optimize", "mlp", "--device", "cpu", "--mode", "infer", "--levers", "toy",
-        "--epochs", "2", "--db", str(tmp_path / "o.db"), "--json", env=TOY,
+        "--blocks", "2", "--db", str(tmp_path / "o.db"), "--json", env=TOY,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     variants = [v["variant"] for v in json.loads(out.stdout)["variants"]]

@@ -158,7 +158,7 @@ def test_optimize_tries_pruning_on_a_model_file_in_the_workers(tmp_path):
     out = run_cli(
         *("optimize", "--model", f"{tmp_path / 'cnn.py'}:make_cnn", "--input-shape", "3x16x16"),
         *("--num-classes", "10", "--device", "cpu", "--mode", "infer", "--levers", "pruning"),
-        *("--epochs", "2", "--budget", "120", "--json", "--db", str(tmp_path / "o.db")),
+        *("--blocks", "2", "--budget", "120", "--json", "--db", str(tmp_path / "o.db")),
     )
     assert out.returncode == 0, out.stderr
     assert "accelbench bug" not in out.stdout + out.stderr

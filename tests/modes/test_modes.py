@@ -20,7 +20,7 @@ from accelbench.errors import UsageError
 from tests.conftest import TESTS, run_cli
 
 TOY = {"ACCELBENCH_LEVERS": str(TESTS / "toy_mode.py")}
-RUN = ["--devices", "cpu", "--epochs", "2", "--warmup", "1", "--no-verdict"]
+RUN = ["--devices", "cpu", "--blocks", "2", "--warmup", "1", "--no-verdict"]
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from accelbench.store.db import Store
 from tests.conftest import run_cli
 
 SWEEP = ["mlp", "--devices", "cpu", "--modes", "train,infer", "--precisions", "fp32,bf16",
-         "--epochs", "2", "--rounds", "2", "--no-verdict", "--no-latency", "--quiet"]  # fmt: skip
+         "--blocks", "2", "--rounds", "2", "--no-verdict", "--no-latency", "--quiet"]  # fmt: skip
 
 
 def _sweep_id(db) -> str:

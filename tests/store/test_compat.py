@@ -26,7 +26,7 @@ FIRST += ["--memory-formats", "contiguous", "--threads", "1"]
 SECOND = ["seed-cnn", "--devices", "cpu", "--modes", "infer", "--pruning", "unstructured:0.5"]
 SECOND += ["--compile", "off", "--cuda-graphs", "on"]
 SWEEPS = {"1ad77903ed15": FIRST, "23fa21280b16": SECOND}
-TIMING = ["--epochs", "3", "--warmup", "1", "--no-verdict"]
+TIMING = ["--blocks", "3", "--warmup", "1", "--no-verdict"]
 
 
 def _old_db(tmp_path):

@@ -15,7 +15,7 @@ import pytest
 from accelbench.store.db import Store
 from tests.conftest import digest, run_cli
 
-FAST = ["--devices", "cpu", "--epochs", "2", "--rounds", "2", "--no-verdict", "--no-latency"]
+FAST = ["--devices", "cpu", "--blocks", "2", "--rounds", "2", "--no-verdict", "--no-latency"]
 FAST += ["--quiet"]
 
 

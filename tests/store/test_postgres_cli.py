@@ -18,7 +18,7 @@ from tests.conftest import run_cli
 from tests.store.conftest import READER_PASSWORD, WRITER_PASSWORD, Cluster
 from tests.store.test_store import make_result
 
-RUN = ["run", "mlp", "--devices", "cpu", "--epochs", "2", "--rounds", "2",
+RUN = ["run", "mlp", "--devices", "cpu", "--blocks", "2", "--rounds", "2",
        "--no-verdict", "--no-latency", "--quiet"]  # fmt: skip
 
 

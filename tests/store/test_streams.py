@@ -13,7 +13,7 @@ import pytest
 from accelbench.store.db import Store
 from tests.conftest import copy_of
 
-FAST = ["mlp", "--devices", "cpu", "--epochs", "2", "--rounds", "1", "--no-verdict", "--quiet"]
+FAST = ["mlp", "--devices", "cpu", "--blocks", "2", "--rounds", "1", "--no-verdict", "--quiet"]
 
 
 def _cli(args: list[str], stdout: str) -> subprocess.CompletedProcess[str]:

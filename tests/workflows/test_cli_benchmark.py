@@ -45,7 +45,7 @@ def test_benchmark_measures_seed_cnn_on_the_cpu_as_run_does(tmp_path, monkeypatc
     assert len(result.measurement.samples) == 2 and result.samples_per_second > 0
     assert result.id == 1 and result.environment["device"] == "cpu"
     # the sweep `accelbench run` plans from the same options: same id, so --resume agrees
-    cli = plan(_run_request("seed-cnn", "--devices", "cpu", "--batch-sizes", "8", "--epochs", "2"))
+    cli = plan(_run_request("seed-cnn", "--devices", "cpu", "--batch-sizes", "8", "--blocks", "2"))
     assert result.sweep == cli.sweep.id
     assert list(tmp_path.iterdir()) == []  # without db nothing is stored, not even ./accelbench.db
 
@@ -144,7 +144,7 @@ def test_data_parallel_world_sizes_count_every_node_and_always_one():
 
 def test_optimize_plans_its_ladder_from_a_request():
     args = build_parser().parse_args(
-        ["optimize", "mlp", "--device", "cpu", "--levers", "compile", "--epochs", "2",
+        ["optimize", "mlp", "--device", "cpu", "--levers", "compile", "--blocks", "2",
          "--tolerance", "0.1", "--min-top1", "90%", "--logit-tolerance", "0.3"]
     )  # fmt: skip
     request = optimize.request_from(args)
@@ -189,7 +189,7 @@ def test_a_measurement_whose_analysis_fails_is_stored_with_a_caveat(tmp_path):
     (tmp_path / "broken" / "sitecustomize.py").write_text(BROKEN_ANALYSIS)
     path = os.pathsep.join([str(tmp_path / "broken"), os.environ.get("PYTHONPATH", "")])
     db = tmp_path / "r.db"
-    args = ["mlp", "--epochs", "4", "--rounds", "1", "--no-verdict", "--db", str(db)]
+    args = ["mlp", "--blocks", "4", "--rounds", "1", "--no-verdict", "--db", str(db)]
     out = run_cli("run", *args, env={"PYTHONPATH": path})
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     stored = json.loads(run_cli("results", "--json", "--db", str(db)).stdout)

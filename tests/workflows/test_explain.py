@@ -185,7 +185,7 @@ def test_explain_names_an_item_inside_the_forward_and_the_record_survives_export
         *model_args,
         "--device",
         "cpu",
-        "--epochs",
+        "--blocks",
         "3",
         "--trace",
         str(trace),
@@ -218,7 +218,8 @@ def test_explain_names_an_item_inside_the_forward_and_the_record_survives_export
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--precisions", "fp32,bf16"), "explain takes one configuration"),
+        (("--precision", "fp32,bf16"), "argument --precision: one value, not a list"),
+        (("--precisions", "bf16"), "unknown option --precisions (did you mean --precision?)"),
         (("--trace", "/nonexistent/dir/t.json"), "no such directory"),
         (("--trace", "/tmp"), "is a directory"),
     ],
@@ -284,7 +285,7 @@ def test_a_result_that_was_not_profiled_says_why(tmp_path):
         "cpu",
         "--modes",
         "infer",
-        "--epochs",
+        "--blocks",
         "2",
         "--profile",
         "--backends",

@@ -106,7 +106,7 @@ def test_cli_optimize_runs_the_ladder_stores_it_and_recommends(tmp_path):
     db = str(tmp_path / "o.db")
     out = run_cli(
         "optimize", "seed-cnn", "--device", "cpu", "--batch-size", "8", "--levers",
-        "precision,int8", "--epochs", "4", "--db", db, "--json",
+        "precision,int8", "--blocks", "4", "--db", db, "--json",
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
@@ -173,7 +173,7 @@ def test_a_lever_that_breaks_the_model_does_not_apply_and_the_exit_code_stays_0(
     db = str(tmp_path / "o.db")
     out = run_cli(
         "optimize", "seed-cnn", "--device", "cpu", "--batch-size", "8", "--levers",
-        "channels_last", "--epochs", "2", "--db", db, "--budget", "120",
+        "channels_last", "--blocks", "2", "--db", db, "--budget", "120",
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     row = next(line for line in out.stdout.splitlines() if line.startswith("│ channels_last"))

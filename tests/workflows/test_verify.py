@@ -293,7 +293,7 @@ def test_cli_verify_flags_a_precision_that_breaks_training(models, tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["seed-cnn", "--tolerance", "abc"], "'abc' is not a number of percentage points"),
+        (["seed-cnn", "--accuracy-tolerance", "abc"], "'abc' is not a number of percentage points"),
         (["seed-cnn", "--loss-tolerance", "much"], "'much' is not a percentage"),
         (["seed-cnn", "--devices", "tpu"], "unknown device 'tpu'"),
         (["seed-cnn", "--timeout", "inf"], "must be a number of seconds above 0 and at most"),

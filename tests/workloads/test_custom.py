@@ -139,7 +139,7 @@ def test_cli_runs_a_model_from_a_file_the_test_writes(models, tmp_path):
         "cpu",
         "--modes",
         "train,infer",
-        "--epochs",
+        "--blocks",
         "2",
         "--json",
         "--db",

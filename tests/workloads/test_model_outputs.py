@@ -82,7 +82,7 @@ def models(tmp_path_factory):
 def _run(models, factory: str, *options: str) -> list[dict]:
     out = run_cli(
         "run", "--model", f"{models}:{factory}", *options, "--devices", "cpu", "--modes",
-        "train,infer", "--epochs", "2", "--rounds", "1", "--no-verdict", "--no-latency",
+        "train,infer", "--blocks", "2", "--rounds", "1", "--no-verdict", "--no-latency",
         "--json", "--db", str(models.with_name(f"{factory}.db")),
     )  # fmt: skip
     assert out.returncode == 0, out.stderr

@@ -59,7 +59,7 @@ class Probe(Fact):
     growth_ci_high: float | None = None
     # each process's median step at the configuration's own batch over those same pairs: the
     # side of the ratio that `steps` is not. The main samples' median is no stand-in, as they
-    # were timed apart (with --epochs 3, one step alone each: 4x the paired step on a CPU).
+    # were timed apart (with --blocks 3, one step alone each: 4x the paired step on a CPU).
     # Empty in results stored before it was recorded.
     paired_steps: tuple[float, ...] = ()
 

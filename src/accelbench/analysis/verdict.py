@@ -143,7 +143,7 @@ def _paired(t: Timing) -> str:
 def _steps(t: Timing) -> str:
     """The two step times the ratio compares. A paired ratio's are the medians of its pairs,
     never the main samples' step: those were timed apart, and on their own terms (with
-    --epochs 3, one step alone a sample, mlp's took 4x its paired step on a CPU)."""
+    --blocks 3, one step alone a sample, mlp's took 4x its paired step on a CPU)."""
     assert t.probe_step_s is not None
     probe = f"{t.probe_step_s * 1e3:.3g} ms a step at batch {t.probe_batch}"
     if t.paired_growth is None:

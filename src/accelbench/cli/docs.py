@@ -1,4 +1,5 @@
-"""The option lists of `docs/commands/*.md`, generated from the parser so they cannot drift.
+"""The option lists of `docs/commands/*.md` and the table of every command's options side by
+side in `docs/options.md`, generated from the parser so they cannot drift.
 
 `python -m accelbench.cli.docs` rewrites the block between the markers in each page;
 `--check` rewrites nothing and exits 1 naming the pages whose block differs (a test runs it).
@@ -34,6 +35,7 @@ BEGIN = (
 )
 END = "<!-- end of the generated options -->"
 REGENERATE = "python -m accelbench.cli.docs"
+OPTIONS_PAGE = "options"  # docs/options.md: every command's options side by side
 
 
 def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -44,7 +46,7 @@ def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
     return {}
 
 
-def _parser(path: str) -> argparse.ArgumentParser:
+def command_parser(path: str) -> argparse.ArgumentParser:
     parser = build_parser()
     for word in path.split():
         parser = subcommands(parser)[word]
@@ -96,8 +98,44 @@ def options_markdown(page: str) -> str:
     paths = PAGES[page]
     lines = [BEGIN, ""]
     for path in paths:
-        lines += _describe(_parser(path), titled=len(paths) > 1)
+        lines += _describe(command_parser(path), titled=len(paths) > 1)
     return "\n".join([*lines, END])
+
+
+def idea(option: str) -> str:
+    """The idea an option names, the same for its singular and its plural (`--devices` for a
+    list, `--device` for one value): the option without its dashes and a final s."""
+    return option.lstrip("-").removesuffix("s")
+
+
+def _cell(action: argparse.Action) -> str:
+    """How a command spells an idea: its option and what it takes (a list, one value, none);
+    a long list of choices by its name alone (the command's page lists them)."""
+    if action.metavar is None and len(list(action.choices or ())) > 4:
+        return f"`{action.option_strings[0]} {action.dest.upper()}`"
+    return _invocation(action).replace("|", "\\|")
+
+
+def spellings() -> dict[str, dict[str, argparse.Action]]:
+    """Each idea's option, by command, over every command's parser."""
+    table: dict[str, dict[str, argparse.Action]] = {}
+    for path in (path for paths in PAGES.values() for path in paths):
+        for action in command_parser(path)._actions:
+            shown = action.option_strings and action.help != argparse.SUPPRESS
+            if shown and not isinstance(action, argparse._HelpAction):
+                table.setdefault(idea(action.option_strings[0]), {})[path] = action
+    return table
+
+
+def options_table() -> str:
+    """The generated block of docs/options.md: a row per idea, a column per command."""
+    commands = [path for paths in PAGES.values() for path in paths]
+    lines = [BEGIN, "", f"| idea | {' | '.join(commands)} |", f"|---{'|---' * len(commands)}|"]
+    for _, spelled in sorted(spellings().items()):
+        cells = [_cell(spelled[c]) if c in spelled else "" for c in commands]
+        named = min((a.option_strings[0] for a in spelled.values()), key=len)
+        lines.append(f"| {named.lstrip('-')} | {' | '.join(cells)} |")
+    return "\n".join([*lines, "", END])
 
 
 def _regenerated(text: str, page: str) -> str:
@@ -105,17 +143,18 @@ def _regenerated(text: str, page: str) -> str:
     _, ended, tail = rest.partition(END)
     if not (found and ended):
         raise SystemExit(f"{page}.md has no generated block ({BEGIN} ... {END})")
-    return head + options_markdown(page) + tail
+    block = options_table() if page == OPTIONS_PAGE else options_markdown(page)
+    return head + block + tail
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=REGENERATE, description=__doc__)
+    parser = argparse.ArgumentParser(prog=REGENERATE, description=__doc__, allow_abbrev=False)
     parser.add_argument("--check", action="store_true", help="only say which pages differ")
-    parser.add_argument("folder", nargs="?", default="docs/commands", type=Path)
+    parser.add_argument("folder", nargs="?", default="docs", type=Path, help="the docs folder")
     args = parser.parse_args(argv)
     stale = []
-    for page in PAGES:
-        path = args.folder / f"{page}.md"
+    pages = {page: args.folder / "commands" / f"{page}.md" for page in PAGES}
+    for page, path in {**pages, OPTIONS_PAGE: args.folder / f"{OPTIONS_PAGE}.md"}.items():
         text = path.read_text()
         new = _regenerated(text, page)
         if new != text:

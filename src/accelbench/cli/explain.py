@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ..core.modes import DEFAULT_MODE
-from .lever_options import add_lever_options, lever_values
+from .lever_options import add_single_lever_options, lever_values
 from .mode_options import add_mode_options, mode_arg_values
 from .options import (
     Commands,
@@ -45,7 +45,7 @@ def add_parser(commands: Commands) -> None:
     )
     config.add_argument("--batch-size", type=count(1), metavar="N", help="default: the workload's")
     add_mode_options(config, single=True)
-    add_lever_options(explain, {config.title or "": config})
+    add_single_lever_options(config)
     add_timing(explain.add_argument_group("timing"))
     add_profile_options(explain.add_argument_group("trace"), always=True)
     add_output_options(explain, progress=True)

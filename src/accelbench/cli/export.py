@@ -40,7 +40,7 @@ def add_parser(commands: Commands) -> None:
     export.add_argument("--out", default=".", metavar="DIR", help="directory (default: .)")
     export.add_argument("--precision", choices=EXPORT_PRECISIONS, default="fp32")
     export.add_argument(
-        "--batch",
+        "--batch-size",
         type=count(1),
         default=1,
         metavar="N",
@@ -90,7 +90,7 @@ def handle(args: argparse.Namespace) -> int:
         targets=tuple(args.to),
         out=Path(args.out),
         precision=args.precision,
-        batch=args.batch,
+        batch=args.batch_size,
         dynamic_batch=args.dynamic_batch,
         compute_units=args.compute_units,
         verbose=args.verbose,

@@ -1,5 +1,5 @@
-"""The levers' options of `run`, generated from the lever registry: a new lever's option
-appears here without an edit."""
+"""The levers' options of `run` (a list each) and of `explain` (one value each), generated
+from the lever registry: a new lever's option appears here without an edit."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # the registry loads when the parser is built, inside main's 
     from ..core.result import Value
     from ..levers import Lever
 
-__all__ = ["add_lever_options", "lever_values"]
+__all__ = ["add_lever_options", "add_single_lever_options", "lever_values"]
 
 
 def add_lever_options(
@@ -34,6 +34,22 @@ def add_lever_options(
         )
 
 
+def add_single_lever_options(group: argparse._ArgumentGroup) -> None:
+    """One option per lever taking one value (one configuration: explain), spelled in the
+    singular where run's list is a plural (`--precision`, not `--precisions`)."""
+    from ..levers import all_levers
+
+    for lever in (lever for lever in all_levers() if lever.option):
+        group.add_argument(
+            lever.single_option or lever.option,
+            dest=_dest(lever),
+            type=_value(lever),
+            default=(lever.default,),
+            metavar="VALUE",
+            help=lever.help.replace("%", "%%"),
+        )
+
+
 def lever_values(args: argparse.Namespace) -> dict[str, tuple[Value, ...]]:
     """Each lever's values as asked for, by lever name (before `Lever.sweep_values`)."""
     from ..levers import all_levers
@@ -43,6 +59,21 @@ def lever_values(args: argparse.Namespace) -> dict[str, tuple[Value, ...]]:
 
 def _dest(lever: Lever) -> str:
     return f"lever_{lever.name}"
+
+
+def _value(lever: Lever) -> Callable[[str], tuple[Value, ...]]:
+    """One of the lever's words, as the 1-tuple `lever_values` gives for every lever; a list
+    is refused, in one line."""
+
+    def parse(text: str) -> tuple[Value, ...]:
+        if "," in text:
+            raise argparse.ArgumentTypeError(f"one value, not a list ({text}): run takes lists")
+        try:
+            return (lever.parse(text.strip()),)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def _values(lever: Lever) -> Callable[[str], tuple[Value, ...]]:

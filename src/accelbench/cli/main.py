@@ -18,7 +18,6 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from types import FrameType
-from typing import Any
 
 from ..core.version import __version__
 from ..errors import AccelbenchError, torch_problem
@@ -36,6 +35,7 @@ from . import (
     workloads,
 )
 from .output import OutputClosed, guarded_stdout
+from .parser import Parser
 
 # As a shell reports a command that a signal ended: 128 + SIGPIPE (and 128 + SIGTERM...).
 EXIT_CLOSED_PIPE = 141
@@ -57,15 +57,8 @@ COMMANDS = (
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, with its errors on one line like every other accelbench error."""
-
-    def error(self, message: str) -> Any:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="accelbench",
         description="How fast your PyTorch model trains and infers on every device you have, "
         "measured honestly: synchronized timing, warm-up excluded, raw samples kept, spread "

@@ -108,7 +108,11 @@ def _add_drift(optimize: argparse.ArgumentParser) -> None:
 
 def _add_timing(optimize: argparse.ArgumentParser) -> None:
     optimize.add_argument(
-        "--epochs", type=count(1), metavar="N", help="time exactly N its per variant"
+        "--blocks",
+        dest="epochs",
+        type=count(1),
+        metavar="N",
+        help="time exactly N blocks (its) per variant",
     )
     optimize.add_argument(
         "--max-time",

@@ -17,6 +17,7 @@ from ..core.limits import seconds_problem
 from ..core.modes import all_modes, mode_names
 from ..core.vocab import PRECISIONS, STATUSES
 from ..errors import UsageError
+from .parser import did_you_mean
 
 __all__ = [
     "Commands",
@@ -160,8 +161,9 @@ class OneOf:
 
     def __call__(self, text: str) -> Any:
         if text not in self.valid:
+            close = did_you_mean(text, self.valid)
             raise argparse.ArgumentTypeError(
-                f"invalid value {text!r}; valid: {', '.join(self.valid)}"
+                f"invalid value {text!r}{close}; valid: {', '.join(self.valid)}"
             )
         return self.valid[text] if isinstance(self.valid, Mapping) else text
 

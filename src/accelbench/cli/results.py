@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 TABLE_LIMIT = 50  # results the table lists when no --limit is given
 EXPORT_FORMATS = ("json", "csv")
+# what `results` does without an action; a mistyped action's refusal says it too
+NO_ACTION = "with none, `accelbench results` lists the stored results"
 
 
 def add_parser(commands: Commands) -> None:
@@ -45,7 +47,7 @@ def add_parser(commands: Commands) -> None:
     add_filters(results)
     add_output_options(results, progress=False)
     results.set_defaults(handler=handle)
-    actions = results.add_subparsers(dest="action", metavar="ACTION")
+    actions = results.add_subparsers(dest="action", metavar="ACTION", help=NO_ACTION)
     # Options an action repeats must not reset what was given before it (`results --db X
     # export`): absent there, they keep the value parsed by `results` itself.
     export = actions.add_parser(

@@ -133,12 +133,13 @@ def add_timing(timing: argparse._ArgumentGroup) -> None:
 def _add_stop_rule(timing: argparse._ArgumentGroup) -> None:
     """How long one configuration is timed, and how it warms up first."""
     timing.add_argument(
-        "--epochs",
+        "--blocks",
+        dest="epochs",
         type=count(1),
         metavar="N",
-        help="time exactly N its in all, spread evenly over the configuration's processes "
-        "(default: the workload's, 100 for the seed workloads; otherwise the stop rule of "
-        "--max-time)",
+        help="time exactly N blocks in all (a block is one it of it/s: the workload's steps "
+        "per it), spread evenly over the configuration's processes (default: the workload's, "
+        "100 for the seed workloads; otherwise the stop rule of --max-time)",
     )
     timing.add_argument(
         "--max-time",
@@ -168,7 +169,7 @@ def _add_processes(timing: argparse._ArgumentGroup) -> None:
         "interval is taken across them); not --nproc-per-node, which splits one step over "
         f"ranks (default: adaptive: {DEFAULT_POLICY.least} first, then as many as the spread "
         f"between them asks for an interval within {DEFAULT_POLICY.target:.0%}%, up to "
-        "--max-rounds and within --max-time; with --epochs, the its spread over "
+        "--max-rounds and within --max-time; with --blocks, the blocks spread over "
         f"{DEFAULT_POLICY.least})",
     )
     timing.add_argument(

@@ -98,7 +98,8 @@ def _add_training(verify: argparse.ArgumentParser) -> None:
         "seed-cnn's 0.001 learns too slowly for a few epochs: try 0.01)",
     )
     verify.add_argument(
-        "--tolerance",
+        "--accuracy-tolerance",
+        dest="tolerance",
         type=points,
         default=2.0,
         metavar="POINTS",

@@ -5,7 +5,7 @@ One process is not the truth on a shared host: a fresh one can land 10-40% away 
 (core.levels). So each configuration is measured in several worker processes ("rounds"), and
 its interval is taken across them. How many:
 
-- a fixed count (`--rounds N`), or with `--epochs N` a fixed count too (the N its spread over
+- a fixed count (`--rounds N`), or with `--blocks N` a fixed count too (the N blocks spread over
   them, so the total stays what the user asked for);
 - otherwise adaptive: `least` processes first, each with an equal share of the timed budget;
   then, once, the spread between their medians says how many processes an interval within
@@ -95,7 +95,7 @@ def more_rounds(policy: RoundPolicy, stop: StopRule, result: Result) -> Rounds:
     if done == first and policy.fixed is None and stop.blocks is None:
         facts = replace(facts, **_decide(policy, stop, result.measurement))
     elif done == first:
-        why = "--rounds" if policy.fixed is not None else f"--epochs {stop.blocks} spread evenly"
+        why = "--rounds" if policy.fixed is not None else f"--blocks {stop.blocks} spread evenly"
         facts = replace(facts, planned=first, reason=why)
     return replace(facts, complete=done >= facts.planned)
 

@@ -24,7 +24,7 @@ from .runner import make_spec
 __all__ = ["Config", "ModeArgValues", "Progress", "Sweep", "run_interleaved"]
 
 
-DATA_PARALLEL_BLOCKS = 20  # timed blocks per rank when neither --epochs nor the workload fixes it
+DATA_PARALLEL_BLOCKS = 20  # timed blocks per rank when neither --blocks nor the workload fixes it
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,7 @@ def export_model(
             raise
         raise UsageError(
             f"out of memory exporting {workload.name} with an example batch of {batch:,}: "
-            "try a smaller --batch (with --dynamic-batch the ONNX model still takes any)"
+            "try a smaller --batch-size (with --dynamic-batch the ONNX model still takes any)"
         ) from None
 
 

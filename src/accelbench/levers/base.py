@@ -112,6 +112,8 @@ class Lever:
     name = ""  # key in RunSpec.levers, in exported files and in the store's JSON
     title = ""  # how a sentence names it ("torch.compile"); the name when empty
     option = ""  # the `run` option, e.g. "--memory-formats" ("" only for an offered lever)
+    # explain's option, which takes one value: set where `option` is a plural naming a list
+    single_option = ""  # e.g. "--memory-format"; `option` itself when empty
     metavar = "LIST"
     help = ""
     group_title = "configurations (lists multiply)"  # the --help section it appears in

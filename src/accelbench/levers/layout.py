@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 class ChannelsLast(Switch):
     name = "channels_last"
     option = "--memory-formats"
+    single_option = "--memory-format"
     help = "contiguous, channels_last (default: contiguous)"
     dimension = "memory-format"
     off_word, on_word = "contiguous", "channels_last"

@@ -35,6 +35,7 @@ def low_precisions(device: Device) -> list[str]:
 class Precision(Lever):
     name = "precision"
     option = "--precisions"
+    single_option = "--precision"
     help = (
         "fp32 (TF32 off), tf32, fp16, bf16; int8 (ONNX Runtime's static quantization, "
         "with --backends onnxruntime) (default: fp32)"

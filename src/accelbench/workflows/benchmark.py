@@ -238,7 +238,7 @@ def _policy(request: BenchmarkRequest, configs: Sequence[Config]) -> RoundPolicy
     if request.rounds is not None and fewest is not None and fewest < request.rounds:
         raise UsageError(
             f"--rounds {request.rounds} cannot share {fewest} timed its: each process times "
-            f"one at least; give --epochs {request.rounds} or more, or fewer --rounds"
+            f"one at least; give --blocks {request.rounds} or more, or fewer --rounds"
         )
     return policy
 
