@@ -283,3 +283,14 @@ def test_two_files_factories_of_one_name_export_to_two_files(two_inputs, tmp_pat
         "other_nets.single(width=2).fp32.onnx",
     ]
     assert sorted(p.name for p in out_dir.iterdir()) == sorted(p.rpartition("/")[2] for p in paths)
+
+
+def test_verify_refuses_several_inputs_in_one_line(two_inputs, tmp_path):
+    """Item 4: verify trains on digits, fed as the model's one input: a two-input model is
+    refused before anything trains, in one line."""
+    db = tmp_path / "r.db"
+    out = run_cli("verify", "--model", f"{two_inputs}:make", "--input-shape", "3x8x8,4",
+                  "--num-classes", "5", "--devices", "cpu", "--db", str(db))  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    assert "forward takes several inputs" in line and "one CxHxW image tensor" in line
