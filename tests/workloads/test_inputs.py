@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from accelbench.errors import WorkloadError
-from accelbench.workloads.custom import factory_label, parse_input_shapes
+from accelbench.workloads.custom import ModelOptions, factory_label, parse_input_shapes
 from accelbench.workloads.inputs import (
     call_model,
     first_samples,
@@ -72,3 +72,9 @@ def test_a_factorys_arguments_are_read_as_literals_else_text():
     label = factory_label("nets.py:make", args)
     assert label == "nets.py:make(depth=18, name='resnet18', scale=0.5, sizes=[1, 2])"
     assert factory_label("nets.py:make", ()) == "nets.py:make"
+    assert factory_label("m.py:f", (("b", "2"), ("a", "1"))) == "m.py:f(a=1, b=2)"
+
+
+def test_a_factorys_argument_given_twice_is_refused():
+    with pytest.raises(WorkloadError, match="--model-arg depth given twice"):
+        ModelOptions(factory_args=(("depth", "1"), ("depth", "2")))

@@ -66,6 +66,12 @@ class ModelOptions:
     input_names: tuple[str, ...] = ()
     factory_args: tuple[tuple[str, str], ...] = ()
 
+    def __post_init__(self) -> None:
+        names = [name for name, _ in self.factory_args]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise WorkloadError(f"--model-arg {twice[0]} given twice; give each argument once")
+
     def shapes(self) -> tuple[tuple[int, ...], ...]:
         """Every input's shape per sample, in order (none when no shape was given)."""
         if self.input_shapes:
@@ -117,10 +123,11 @@ def _factory_value(text: str) -> Any:
 
 def factory_label(ref: str, args: tuple[tuple[str, str], ...]) -> str:
     """The name a model made with `args` is stored under, so that two configurations of one
-    factory are told apart: 'nets.py:make(depth=18)'; `ref` alone when there are none."""
+    factory are told apart: 'nets.py:make(depth=18)'; `ref` alone when there are none. Sorted
+    by name: the order they were given in does not change the call."""
     if not args:
         return ref
-    given = ", ".join(f"{name}={_factory_value(value)!r}" for name, value in args)
+    given = ", ".join(f"{name}={_factory_value(value)!r}" for name, value in sorted(args))
     return f"{ref}({given})"
 
 
