@@ -5,7 +5,12 @@ import pytest
 import torch
 
 from accelbench.errors import WorkloadError
-from accelbench.workloads.custom import ModelOptions, factory_label, parse_input_shapes
+from accelbench.workloads.custom import (
+    ModelOptions,
+    factory_label,
+    load_custom,
+    parse_input_shapes,
+)
 from accelbench.workloads.inputs import (
     call_model,
     first_samples,
@@ -78,3 +83,12 @@ def test_a_factorys_arguments_are_read_as_literals_else_text():
 def test_a_factorys_argument_given_twice_is_refused():
     with pytest.raises(WorkloadError, match="--model-arg depth given twice"):
         ModelOptions(factory_args=(("depth", "1"), ("depth", "2")))
+
+
+def test_a_factorys_arguments_reach_it(tmp_path):
+    path = tmp_path / "nets.py"
+    path.write_text("from torch import nn\n\ndef make(width=4):\n    return nn.Linear(2, width)\n")
+    options = ModelOptions(input_shape=(2,), loss="mse", factory_args=(("width", "6"),))
+    workload = load_custom(f"{path}:make", options)
+    assert workload.build_model().out_features == 6
+    assert workload.name == f"{path}:make(width=6)"
