@@ -137,9 +137,9 @@ def test_a_model_file_without_its_factory_lists_the_callables_there(models):
     assert "bert" in line and "dict_" in line and "classes" in line
 
 
-def test_export_needs_no_loss_and_names_the_file_after_the_factory(models, tmp_path):
+def test_export_needs_no_loss_and_names_the_file_after_its_file_and_factory(models, tmp_path):
     out = run_cli("export", "--model", f"{models}:dict_", "--input-shape", "8", "--to", "onnx",
                   "--out", str(tmp_path / "out"), "--json")  # fmt: skip
     assert out.returncode == 0, out.stderr
     (report,) = json.loads(out.stdout)
-    assert report["path"] == str((tmp_path / "out" / "dict_.fp32.onnx").resolve())
+    assert report["path"] == str((tmp_path / "out" / f"{models.stem}.dict_.fp32.onnx").resolve())

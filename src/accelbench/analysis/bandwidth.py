@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from ..core.peaks import PeakFigures
+from ..workloads.inputs import Inputs, leading
 from ..workloads.llm import KVLayout, LanguageModel, forward_with_cache
 from .facts import Generation
 
@@ -47,8 +48,8 @@ def count_prefill_flops(workload: LanguageModel, prompt_length: int) -> float | 
     compute; None when the model cannot be counted there."""
     from .flops import count_flops
 
-    def prefill(model: nn.Module, prompt: torch.Tensor) -> torch.Tensor:
-        return forward_with_cache(model, prompt, None)[0]
+    def prefill(model: nn.Module, prompt: Inputs) -> torch.Tensor:
+        return forward_with_cache(model, leading(prompt), None)[0]
 
     try:
         with torch.device("meta"):

@@ -24,16 +24,19 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils import _pytree as pytree
 from torch.utils import flop_counter
 from torch.utils.flop_counter import FlopCounterMode
+
+from ..workloads.inputs import Inputs
 
 __all__ = ["count_flops", "flops_per_sample"]
 
 
 def count_flops(
     model: nn.Module,
-    inputs: torch.Tensor,
-    forward: Callable[[nn.Module, torch.Tensor], torch.Tensor],
+    inputs: Inputs,
+    forward: Callable[[nn.Module, Inputs], torch.Tensor],
     loss: Callable[[torch.Tensor], torch.Tensor] | None,
 ) -> int:
     """Total FLOPs of one step on `inputs` (the whole batch).
@@ -113,15 +116,14 @@ _ATTENTION_OPS: dict[Any, Callable[..., int]] = {
 
 
 @contextmanager
-def _untouched(model: nn.Module, inputs: torch.Tensor) -> Iterator[None]:
+def _untouched(model: nn.Module, inputs: Inputs) -> Iterator[None]:
     """Undo, on the way out, everything a counted step changes in the model and the inputs."""
     modes = [(module, module.training) for module in model.modules()]
     # Buffers change in a train-mode forward (BatchNorm's running statistics and batch count).
     buffers = [(b, b.detach().clone()) for b in model.buffers()]
     # Backward accumulates into .grad: start each leaf from None, then put back what it held.
     leaves: list[torch.Tensor] = [p for p in model.parameters() if p.requires_grad]
-    if inputs.is_leaf and inputs.requires_grad:
-        leaves.append(inputs)
+    leaves += [t for t in pytree.tree_leaves(inputs) if t.is_leaf and t.requires_grad]
     grads = [(leaf, leaf.grad) for leaf in leaves]
     for leaf in leaves:
         leaf.grad = None

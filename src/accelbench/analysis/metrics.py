@@ -25,6 +25,7 @@ from ..devices.peaks import known_peaks
 from ..devices.state import PROBE_MACHINE_STATE, MachineState
 from ..workloads import Workload
 from ..workloads.base import channels_last_refusal
+from ..workloads.inputs import to_device
 from .explanation import Explanation
 from .facts import (
     ACHIEVED_FLOPS,
@@ -66,7 +67,7 @@ def _count_on(workload: Workload, mode: str, device: torch.device, count: Any) -
     with device:
         model = workload.build_model()
     inputs, targets = workload.make_batch(torch.Generator().manual_seed(0), _COUNT_BATCH)
-    inputs, targets = inputs.to(device), targets.to(device)
+    inputs, targets = to_device(inputs, device), targets.to(device)
     loss = (lambda out: workload.loss(out, targets)) if mode_of(mode).trains else None
     return float(count(model, inputs, workload.forward, loss)) / _COUNT_BATCH
 

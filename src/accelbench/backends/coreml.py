@@ -42,6 +42,7 @@ from ..core.version import __version__
 from ..core.vocab import COREML as BACKEND
 from ..devices import Device, HostTimer, MemoryReading, Timer
 from ..errors import one_line, require
+from ..exporters.common import several_inputs_refusal
 from ..exporters.coreml import COMPUTE_UNITS, convert
 from ..levers import Variant, active_levers
 from ..workloads import Workload
@@ -256,7 +257,7 @@ class CoreML(Backend):
             require_coremltools()  # raises the one line naming what to install
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
-        return unsupported(spec, device)
+        return several_inputs_refusal(workload) or unsupported(spec, device)
 
     def build(self, spec: RunSpec, workload: Workload, device: Device, seed: int = 0) -> Runnable:
         return build_model(spec, workload, device)

@@ -24,6 +24,7 @@ from ..analysis.facts import GENERATION, Generation, generation_lengths
 from ..core.result import RunSpec
 from ..core.stats import Measurement
 from ..levers import Prepared
+from ..workloads.inputs import leading
 from ..workloads.llm import KVLayout, LanguageModel, forward_with_cache
 
 __all__ = [
@@ -218,7 +219,7 @@ def generation_drift(prep: Prepared, seed: int = 0) -> dict[str, Any]:
     key = f"generate-b{spec.batch_size}-p{prompt}-n{new}-s{seed}"
     reference = cached(key, lambda: _reference_generation(workload, spec, seed))
     kept = KeptLogits(*reference["kept"].shape[:2])
-    forced = _generate(prep, reference["tokens"].to(prep.batch[0].device), on_logits=kept)
+    forced = _generate(prep, reference["tokens"].to(leading(prep.batch[0]).device), on_logits=kept)
     free = _generate(prep, None)
     assert forced.first_logits is not None
     return compare_generations(
@@ -263,7 +264,7 @@ def _generate(
     with torch.inference_mode(), prep.autocast():
         return generate_once(
             prep.model,
-            prep.batch[0],
+            leading(prep.batch[0]),  # a language model's one input: the prompt's token ids
             generation_lengths(prep.spec)[1],
             prep.device.synchronize,
             clock,

@@ -29,6 +29,7 @@ from ..core.result import RunSpec
 from ..core.vocab import ONNXRUNTIME as BACKEND  # it expands to one backend per provider
 from ..devices import Device, HostTimer, MemoryReading, Timer
 from ..errors import require
+from ..exporters.common import several_inputs_refusal
 from ..levers import Variant, active_levers, find_lever
 from ..workloads import Workload
 from .base import Backend, Runnable, register
@@ -278,7 +279,7 @@ class OnnxRuntime(Backend):
         require_onnxruntime()
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:
-        return unsupported(spec, device)
+        return several_inputs_refusal(workload) or unsupported(spec, device)
 
     def build(self, spec: RunSpec, workload: Workload, device: Device, seed: int = 0) -> Runnable:
         return build_session(spec, workload, device)

@@ -10,6 +10,7 @@ from ..core.result import DEFAULT_BACKEND, RunSpec
 from ..devices import Device
 from ..levers import Prepared, active_levers, unsupported_reason
 from ..workloads import Workload
+from ..workloads.inputs import to_device
 from .base import Backend, Runnable, register
 
 __all__ = ["Torch", "build_torch"]
@@ -42,7 +43,7 @@ def build_torch(spec: RunSpec, workload: Workload, device: Device, seed: int = 0
         workload=workload,
         device=device,
         model=model,
-        batch=(batch[0].to(target), batch[1].to(target)),
+        batch=(to_device(batch[0], target), batch[1].to(target)),
     )
     levers = active_levers(spec)
     for lever in levers:

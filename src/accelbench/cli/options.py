@@ -33,6 +33,7 @@ __all__ = [
     "filters",
     "fraction",
     "from_args",
+    "model_arg",
     "model_options",
     "points",
     "positive",
@@ -268,9 +269,20 @@ def add_model_options(model: Any) -> None:
         help="FILE.py:factory or package.module:factory returning a Workload or an nn.Module",
     )
     model.add_argument(
+        "--model-arg",
+        action="append",
+        type=model_arg,
+        dest="model_args",
+        metavar="NAME=VALUE",
+        help="a keyword argument for the factory, e.g. depth=18 (repeat for more; the value a "
+        "Python literal, else text); stored in the model's name, so each set is its own result",
+    )
+    model.add_argument(
         "--input-shape",
         metavar="SHAPE",
-        help="per-sample input shape for an nn.Module, e.g. 3x224x224 or 128",
+        help="per-sample input shape for an nn.Module, e.g. 3x224x224 or 128; for a forward "
+        "that takes several tensors one per input, in order (3x224x224,4) or by name "
+        "(image=3x224x224,meta=4)",
     )
     model.add_argument(
         "--num-classes",
@@ -289,15 +301,31 @@ def add_model_options(model: Any) -> None:
     )
 
 
-def model_options(args: argparse.Namespace) -> object:
-    """How to feed the --model's nn.Module (workloads.custom loads only when a command runs)."""
-    from ..workloads.custom import ModelOptions, parse_shape
+def model_arg(text: str) -> tuple[str, str]:
+    """'depth=18' -> ('depth', '18'): a keyword argument of the factory, its value as written
+    (workloads.custom reads it as a Python literal, else as text)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip().isidentifier():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not NAME=VALUE; write e.g. depth=18 or model_name=resnet18"
+        )
+    return name.strip(), value
 
+
+def model_options(args: argparse.Namespace) -> object:
+    """How to call the --model's factory and feed its nn.Module (workloads.custom loads only
+    when a command runs)."""
+    from ..workloads.custom import ModelOptions, parse_input_shapes
+
+    one, several, names = parse_input_shapes(args.input_shape) if args.input_shape else ((), (), ())
     return ModelOptions(
-        input_shape=parse_shape(args.input_shape) if args.input_shape else None,
+        input_shape=one or None,
+        input_shapes=several,
+        input_names=names,
         num_classes=args.num_classes,
         vocab_size=args.vocab_size,
         loss=args.loss,
+        factory_args=tuple(args.model_args or ()),
     )
 
 
@@ -307,6 +335,8 @@ def workload_ref(args: argparse.Namespace) -> Any:
 
     if bool(args.workload) == bool(args.model):
         raise UsageError("name one workload, or give --model FILE.py:factory (not both)")
+    if args.model_args and not args.model:
+        raise UsageError("--model-arg gives your --model's factory its arguments: add --model")
     if args.model:
         return WorkloadRef(args.model, model_options(args))
     return WorkloadRef(args.workload)

@@ -259,8 +259,10 @@ def request_from(args: argparse.Namespace) -> BenchmarkRequest:
     refs = [WorkloadRef(name) for name in dict.fromkeys(args.workloads)]
     if args.model:
         refs.append(WorkloadRef(args.model, model_options(args)))
-    elif args.input_shape or args.num_classes or args.vocab_size:
-        raise UsageError("--input-shape, --num-classes and --vocab-size describe a --model")
+    elif args.input_shape or args.num_classes or args.vocab_size or args.model_args:
+        raise UsageError(
+            "--input-shape, --num-classes, --vocab-size and --model-arg describe a --model"
+        )
     return from_args(
         BenchmarkRequest,
         args,

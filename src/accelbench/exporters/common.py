@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -21,8 +22,16 @@ from torch import nn
 from ..devices.oom import is_out_of_memory
 from ..errors import UsageError
 from ..workloads import Workload
+from ..workloads.inputs import shapes_text
 
-__all__ = ["ExportReport", "Exportable", "atomic_path", "export_model", "library_output"]
+__all__ = [
+    "ExportReport",
+    "Exportable",
+    "atomic_path",
+    "export_model",
+    "library_output",
+    "several_inputs_refusal",
+]
 
 
 @dataclass
@@ -80,11 +89,32 @@ def exportable(workload: Workload, precision: str, batch: int, dynamic_batch: bo
     torch.manual_seed(0)
     module = _Forward(workload, workload.build_model()).eval()
     example, _ = workload.make_batch(torch.Generator().manual_seed(0), batch)
+    if not isinstance(example, torch.Tensor):
+        raise UsageError(f"cannot export {workload.name}: {_one_tensor(shapes_text(example))}")
     if precision == "fp16":
         module = module.half()
         if example.dtype.is_floating_point:
             example = example.half()
     return Exportable(workload.name, module, example, precision, dynamic_batch)
+
+
+def several_inputs_refusal(workload: Workload) -> str | None:
+    """Why the workload's model cannot be exported (nor run on a backend that runs an exported
+    model): its forward takes several inputs. None when it takes one tensor."""
+    if not workload.several_inputs:
+        return None
+    return f"{workload.name}: {_one_tensor()}"
+
+
+def _one_tensor(shapes: str = "") -> str:
+    """Why a model whose forward takes several inputs (of `shapes`, where known) is not
+    exported, and what to do instead."""
+    inputs = f"several inputs ({shapes})" if shapes else "several inputs"
+    return (
+        f"its forward takes {inputs}, and accelbench exports models whose "
+        "forward takes one tensor; export a module that takes one, or call torch.onnx.export "
+        "with your inputs yourself"
+    )
 
 
 def export_model(
@@ -112,10 +142,23 @@ def export_model(
 
 
 def file_stem(name: str) -> str:
-    """What an exported file is named after: a built-in workload's name, or your model's
-    factory (`path/to/vit.py:make_vit` gives `make_vit`), never a mangled path."""
-    stem = name.rpartition(":")[2] or name
-    return stem.replace("/", "_").replace("\\", "_") or "model"
+    """What an exported file is named after: a built-in workload's name, or your model's file
+    or module and its factory, so that two files' `make` do not overwrite each other
+    (`path/to/vit.py:make_vit` gives `vit.make_vit`, `nets.vit:make` gives `nets.vit.make`, and
+    a factory's arguments follow: `vit.make(depth=12)`), never a mangled path."""
+    custom = _CUSTOM.fullmatch(name)
+    if custom:
+        where, factory = custom.groups()
+        source = Path(where).stem if where.endswith(".py") else where
+        name = f"{source}.{factory}"
+    return _UNSAFE.sub("_", name).strip(".") or "model"
+
+
+# What a file name keeps of a model's name: letters, digits and a few marks every file system
+# takes; the rest (a folder's slash, a quote of a factory's argument) becomes "_".
+_UNSAFE = re.compile(r"[^\w.,=()+-]")
+# FILE.py:factory or package.module:factory, a factory's arguments after it (they may hold ":")
+_CUSTOM = re.compile(r"(.+?\.py|[\w.]+):(.+)", re.DOTALL)
 
 
 def _make_directory(out_dir: Path) -> None:

@@ -115,7 +115,7 @@ def _export_quietly(model: Exportable, path: Path) -> tuple[str, str]:
         program.save(str(path))
         return "torch.onnx.export (torch.export)", ""
     except Exception as exc:  # noqa: BLE001  (any failure: try the other exporter, say why)
-        first, first_text = _ANSI.sub("", one_line(exc)), str(exc)
+        first, first_text = _cause(exc), str(exc)
     try:
         axes = {INPUT: {0: "batch"}, OUTPUT: {0: "batch"}} if model.dynamic_batch else None
         torch.onnx.export(
@@ -136,10 +136,19 @@ def _export_quietly(model: Exportable, path: Path) -> tuple[str, str]:
                 f"translation for it)"
             ) from None
         raise UsageError(
-            f"cannot export {model.name} to ONNX: {_ANSI.sub('', one_line(exc))} "
+            f"cannot export {model.name} to ONNX: {_cause(exc)} "
             f"(the torch.export-based exporter failed first: {first})"
         ) from None
     return "torch.onnx.export (legacy TorchScript)", first
+
+
+def _cause(exc: BaseException) -> str:
+    """The exception that started it all, in one line: torch.onnx wraps the real failure in an
+    error whose first line only announces the next steps ("This is step 1/3 of exporting the
+    model to ONNX. Next steps:"), which said nothing of why."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return _ANSI.sub("", one_line(exc))
 
 
 def validate(model: Exportable, path: Path) -> dict[str, Any]:

@@ -36,9 +36,11 @@ class ChannelsLast(Switch):
     def apply_model(self, prep: Prepared, value: Value) -> None:
         import torch
 
+        from ..workloads.base import in_channels_last
+
         prep.model = prep.model.to(memory_format=torch.channels_last)
         inputs, targets = prep.batch
-        prep.batch = (inputs.contiguous(memory_format=torch.channels_last), targets)
+        prep.batch = (in_channels_last(inputs), targets)
 
     def code(self, spec: RunSpec, device: Device) -> list[str]:
         return [

@@ -24,6 +24,7 @@ from torch import nn
 from ..analysis.facts import FLOPS_PER_SAMPLE, PRUNING
 from ..errors import MissingDependency, one_line, require
 from ..workloads import Workload
+from ..workloads.inputs import Inputs, first_samples, samples_in
 from .base import Prepared
 
 __all__ = ["CannotPrune", "prune_model", "prune_with_info", "trial"]
@@ -31,7 +32,7 @@ __all__ = ["CannotPrune", "prune_model", "prune_with_info", "trial"]
 _PRUNABLE = (nn.modules.conv._ConvNd, nn.Linear)
 _CONV = nn.modules.conv._ConvNd
 _NO_WEIGHTS = "the model has no convolution or linear weights to prune"
-Forward = Callable[[nn.Module, torch.Tensor], Any]
+Forward = Callable[[nn.Module, Inputs], Any]
 
 
 class CannotPrune(Exception):
@@ -40,18 +41,18 @@ class CannotPrune(Exception):
 
 def prune_with_info(prep: Prepared, kind: str, amount: float) -> None:
     """Prune the prepared model in place of the old one, and record what went in its info."""
-    inputs = prep.batch[0][:2]  # tracing and checking need only a sample or two
+    inputs = first_samples(prep.batch[0], 2)  # tracing and checking need only a sample or two
     prep.model, info = prune_model(prep.model, inputs, prep.workload.forward, kind, amount)
     if kind == "channels":  # fewer FLOPs now: MFU must not count the removed channels
         from ..analysis.flops import count_flops
 
         flops = count_flops(prep.model, inputs, prep.workload.forward, None)
-        info[FLOPS_PER_SAMPLE] = flops / len(inputs)
+        info[FLOPS_PER_SAMPLE] = flops / samples_in(inputs)
     prep.info[PRUNING] = info
 
 
 def prune_model(
-    model: nn.Module, inputs: torch.Tensor, forward: Forward, kind: str, amount: float
+    model: nn.Module, inputs: Inputs, forward: Forward, kind: str, amount: float
 ) -> tuple[nn.Module, dict[str, Any]]:
     """Prune `model` (in place where possible) and say how much went: the model to use, and
     its parameter counts before and after and the fraction of zeros in its prunable weights.
@@ -85,7 +86,7 @@ def _zero_weights(model: nn.Module, amount: float) -> None:
 
 
 def _remove_channels(
-    model: nn.Module, inputs: torch.Tensor, forward: Forward, amount: float
+    model: nn.Module, inputs: Inputs, forward: Forward, amount: float
 ) -> nn.Module:
     if not any(isinstance(m, _CONV) for m in model.modules()):
         raise CannotPrune("the model has no convolutions to remove channels from")
@@ -108,7 +109,7 @@ def _remove_channels(
 
 def _try_channels(
     model: nn.Module,
-    inputs: torch.Tensor,
+    inputs: Inputs,
     forward: Forward,
     amount: float,
     keep: list[nn.Module],
@@ -119,7 +120,7 @@ def _try_channels(
     before = _parameters(model)
     pruner = tp.pruner.BasePruner(
         model,
-        inputs[:1],  # tracing needs one sample; the check below runs the whole `inputs`
+        first_samples(inputs, 1),  # tracing needs one; the check below runs all of `inputs`
         importance=tp.importance.MagnitudeImportance(p=1),  # L1 norm per channel group
         pruning_ratio=amount,
         ignored_layers=keep,
@@ -139,7 +140,7 @@ def _try_channels(
     return model
 
 
-def _last_layer(model: nn.Module, inputs: torch.Tensor, forward: Forward) -> tuple[nn.Module, Any]:
+def _last_layer(model: nn.Module, inputs: Inputs, forward: Forward) -> tuple[nn.Module, Any]:
     """The convolution or linear layer that runs last (it makes the outputs, so it stays
     whole), and the shape of the model's output."""
     ran: list[nn.Module] = []
@@ -157,11 +158,11 @@ def _last_layer(model: nn.Module, inputs: torch.Tensor, forward: Forward) -> tup
     return ran[-1], shape
 
 
-def _convs_feeding_linear(model: nn.Module, inputs: torch.Tensor, forward: Forward) -> list[Any]:
+def _convs_feeding_linear(model: nn.Module, inputs: Inputs, forward: Forward) -> list[Any]:
     """Convolutions whose output channels reach a linear layer's inputs (through a flatten)."""
     tp = _torch_pruning()
     graph = tp.DependencyGraph().build_dependency(
-        model, example_inputs=inputs[:1], forward_fn=forward
+        model, example_inputs=first_samples(inputs, 1), forward_fn=forward
     )
     return [
         group[0][0].target.module

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import torch
 
     from ..levers import Prepared
+    from ..workloads.inputs import Inputs
 
 __all__ = ["Train", "train_function"]
 
@@ -49,7 +50,7 @@ class Train(Mode):
         return infer
 
 
-def train_function(prep: Prepared) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+def train_function(prep: Prepared) -> Callable[[Inputs, torch.Tensor], torch.Tensor]:
     """One optimizer step on the batch given, with the precision's autocast and GradScaler.
 
     Returns the loss as it is, on the device and not detached: reading it would wait for the
@@ -58,7 +59,7 @@ def train_function(prep: Prepared) -> Callable[[torch.Tensor, torch.Tensor], tor
     model, workload, optimizer, scaler = prep.model, prep.workload, prep.optimizer, prep.scaler
     assert optimizer is not None
 
-    def train(inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def train(inputs: Inputs, targets: torch.Tensor) -> torch.Tensor:
         optimizer.zero_grad(set_to_none=True)
         with prep.autocast():
             loss = workload.train_loss(model, inputs, targets)

@@ -156,12 +156,18 @@ def load_digits() -> Digits:
 
 
 def check_workload(workload: Workload) -> None:
-    """UsageError, in one line, unless the workload is an image classifier of 10+ classes."""
+    """UsageError, in one line, unless the workload is an image classifier of 10+ classes
+    whose forward takes the one image tensor."""
     name = workload.name
     if workload.num_classes is None:
         raise UsageError(
             f"verify needs a classifier: {name} has no classes (a regression loss), so "
             "held-out accuracy on digits means nothing"
+        )
+    if workload.several_inputs:
+        raise UsageError(
+            f"verify trains on images (digits), the model's one input: {name}'s forward takes "
+            "several inputs; verify a model that takes one CxHxW image tensor"
         )
     if not workload.images:
         shape = "x".join(map(str, workload.input_shape)) or "?"

@@ -13,9 +13,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["Batch", "Workload", "channels_last_refusal"]
+from .inputs import Inputs, call_model, map_tensors, several
 
-Batch = tuple[torch.Tensor, torch.Tensor]  # inputs, targets
+__all__ = ["Batch", "Workload", "channels_last_refusal", "in_channels_last"]
+
+# inputs (one tensor, or a tuple or dict of them: workloads/inputs), targets
+Batch = tuple[Inputs, torch.Tensor]
 
 
 class Workload(ABC):
@@ -45,19 +48,19 @@ class Workload(ABC):
 
     @abstractmethod
     def make_batch(self, generator: torch.Generator, batch_size: int) -> Batch:
-        """A batch on the CPU, drawn from `generator` so every device sees the same data."""
+        """A batch on the CPU, drawn from `generator` so every device sees the same data. Its
+        inputs are one tensor, or a tuple (the forward's positional arguments) or a dict (its
+        keyword arguments) of tensors, each with the batch as its first dimension."""
 
-    def forward(self, model: nn.Module, inputs: torch.Tensor) -> torch.Tensor:
+    def forward(self, model: nn.Module, inputs: Inputs) -> torch.Tensor:
         """The model's output as one tensor (Hugging Face models wrap theirs)."""
-        out: torch.Tensor = model(inputs)
+        out: torch.Tensor = call_model(model, inputs)
         return out
 
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(outputs, targets)
 
-    def train_loss(
-        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor
-    ) -> torch.Tensor:
+    def train_loss(self, model: nn.Module, inputs: Inputs, targets: torch.Tensor) -> torch.Tensor:
         """The loss a training step minimizes: the loss of the forward's output (a model
         that computes its own from labels may use that instead)."""
         return self.loss(self.forward(model, inputs), targets)
@@ -76,6 +79,18 @@ class Workload(ABC):
     def images(self) -> bool:
         """Whether inputs are NCHW images (so channels_last applies)."""
         return len(self.input_shape) == 3
+
+    @property
+    def several_inputs(self) -> bool:
+        """Whether its forward takes several tensors (its batch's inputs are a tuple or a dict),
+        found by drawing a batch of one: it may run the user's code, so only a worker asks a
+        loaded workload (the command asks a described one, which a worker told). False when
+        no batch can be drawn: the check that runs the model says why."""
+        try:
+            inputs, _ = self.make_batch(torch.Generator().manual_seed(0), 1)
+        except Exception:
+            return False
+        return several(inputs)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -101,11 +116,23 @@ def channels_last_refusal(workload: Workload) -> str | None:
         return None
     try:
         with torch.no_grad():
-            workload.forward(model, inputs.contiguous(memory_format=torch.channels_last))
+            workload.forward(model, in_channels_last(inputs))
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0]
         return f"{workload.name}'s forward does not take channels_last inputs: {first}"
     return None
+
+
+def in_channels_last(inputs: Inputs) -> Inputs:
+    """The inputs with every image batch (4-D tensor) in channels_last layout; the others as
+    they are (a model's second input may be a vector of features)."""
+
+    def nhwc(tensor: torch.Tensor) -> torch.Tensor:
+        if tensor.dim() != 4:
+            return tensor
+        return tensor.contiguous(memory_format=torch.channels_last)
+
+    return map_tensors(nhwc, inputs)
 
 
 def random_images(

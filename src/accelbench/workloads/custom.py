@@ -1,17 +1,20 @@
 """Your own model: `--model path/to/file.py:factory` or `--model package.module:factory`.
 
-The factory returns either a Workload (used as it is), a transformers causal language model
-(a PreTrainedModel whose can_generate() is true: it runs every mode, "generate" included, with
-no other option), or an nn.Module, which accelbench wraps from `ModelOptions`: the input shape
-per sample (floats, or integer tokens when a vocabulary size is given), and a classification
-head size or a regression loss.
+The factory, called with the arguments given (`--model-arg NAME=VALUE`), returns either a
+Workload (used as it is), a transformers causal language model (a PreTrainedModel whose
+can_generate() is true: it runs every mode, "generate" included, with no other option), or an
+nn.Module, which accelbench wraps from `ModelOptions`: the input shape per sample, or one per
+input for a forward that takes several (floats, or integer tokens when a vocabulary size is
+given), and a classification head size or a regression loss.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import importlib.util
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,23 +27,56 @@ from torch import nn
 from ..core.limits import MOST_COUNT
 from ..errors import WorkloadError
 from .base import Batch, Workload
+from .inputs import Inputs, call_model
 from .llm import LanguageModel, is_causal_lm
 from .outputs import accepts_labels, output_tensor, own_loss
 
-__all__ = ["ModelOptions", "load_custom", "parse_shape"]
+__all__ = [
+    "ModelOptions",
+    "factory_label",
+    "load_custom",
+    "parse_input_shapes",
+    "parse_shape",
+]
 
 LOSSES = ("cross-entropy", "mse")
+Shape = tuple[int, ...]  # one input's, per sample
+# Where a model that the options cannot feed is shown its way: a Workload of its own.
+WORKLOAD_DOCS = "docs/extending.md#your-own-model"
+SHAPES_HINT = "one shape per input: --input-shape 3x224x224,4 or image=3x224x224,meta=4"
 
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """How to feed and train a bare nn.Module."""
+    """How to call the factory, and how to feed and train the bare nn.Module it returns.
+
+    `input_shape` is the one input's shape per sample; a forward that takes several tensors
+    has `input_shapes`, one per input, given to it in order (`forward(image, meta)`) or, with
+    `input_names`, by name (`forward(image=..., meta=...)`). `factory_args` are the keyword
+    arguments the factory is called with, each value as written (`("depth", "18")`): a Python
+    literal where it parses as one, else the text itself.
+    """
 
     input_shape: tuple[int, ...] | None = None
     num_classes: int | None = None
-    vocab_size: int | None = None  # when set, inputs are integer tokens in [0, vocab_size)
+    vocab_size: int | None = None  # when set, the first input is integer tokens in [0, vocab_size)
     loss: str = "cross-entropy"
     batch_size: int = 32
+    input_shapes: tuple[tuple[int, ...], ...] = ()
+    input_names: tuple[str, ...] = ()
+    factory_args: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        names = [name for name, _ in self.factory_args]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise WorkloadError(f"--model-arg {twice[0]} given twice; give each argument once")
+
+    def shapes(self) -> tuple[tuple[int, ...], ...]:
+        """Every input's shape per sample, in order (none when no shape was given)."""
+        if self.input_shapes:
+            return self.input_shapes
+        return (self.input_shape,) if self.input_shape is not None else ()
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
@@ -57,22 +93,62 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return shape
 
 
+def parse_input_shapes(text: str) -> tuple[Shape, tuple[Shape, ...], tuple[str, ...]]:
+    """'3x224x224' -> the one input's shape; '3x32x32,4' -> a shape per positional input;
+    'image=3x32x32,meta=4' -> a shape per named input. Returned as (one shape or (), several
+    shapes or (), their names or ())."""
+    parts = [part.strip() for part in text.split(",")]
+    named = ["=" in part for part in parts]
+    if any(named) and not all(named):
+        raise WorkloadError(f"bad --input-shape {text!r}: name every input or none ({SHAPES_HINT})")
+    names = tuple(part.partition("=")[0].strip() for part in parts) if all(named) else ()
+    bad = [name for name in names if not name.isidentifier()]
+    if bad or len(set(names)) < len(names):
+        problem = f"{bad[0]!r} is not an argument name" if bad else "a name given twice"
+        raise WorkloadError(f"bad --input-shape {text!r}: {problem} ({SHAPES_HINT})")
+    shapes = tuple(parse_shape(part.rpartition("=")[2].strip()) for part in parts)
+    if len(shapes) == 1 and not names:
+        return shapes[0], (), ()
+    return (), shapes, names
+
+
+def _factory_value(text: str) -> Any:
+    """A --model-arg's value: the Python literal it spells (18, 0.5, True, None, [1, 2],
+    'x'), else the text itself (resnet18), as a shell user would mean it."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text
+
+
+def factory_label(ref: str, args: tuple[tuple[str, str], ...]) -> str:
+    """The name a model made with `args` is stored under, so that two configurations of one
+    factory are told apart: 'nets.py:make(depth=18)'; `ref` alone when there are none. Sorted
+    by name: the order they were given in does not change the call."""
+    if not args:
+        return ref
+    given = ", ".join(f"{name}={_factory_value(value)!r}" for name, value in sorted(args))
+    return f"{ref}({given})"
+
+
 def load_custom(ref: str, options: ModelOptions) -> Workload:
     """The workload for `ref`, checked as far as it can be without calling the model: it
     imports, its factory returns a Workload or an nn.Module, and the options fit."""
-    factory = _load_factory(ref)
+    factory = _with_args(_load_factory(ref), options.factory_args)
+    label = factory_label(ref, options.factory_args)
     try:
         made = factory()
     except Exception as exc:
-        raise WorkloadError(f"{ref}() failed: {type(exc).__name__}: {exc}") from None
+        called = label if options.factory_args else f"{ref}()"
+        raise WorkloadError(f"{called} failed: {type(exc).__name__}: {exc}") from None
     if isinstance(made, Workload):
-        made.name = made.name or ref
+        made.name = factory_label(made.name or ref, options.factory_args)
         return made
     if is_causal_lm(made):
-        return CausalLMWorkload(ref, factory, made.config, options)
+        return CausalLMWorkload(label, factory, made.config, options)
     if isinstance(made, nn.Module):
         # Its forward is not called here: `check` does that in the worker, under the timeout.
-        return ModuleWorkload(ref, factory, _from_config(options, made))
+        return ModuleWorkload(label, factory, _from_config(options, made))
     raise WorkloadError(
         f"{ref} returned a {type(made).__name__}; it must return an accelbench Workload "
         "or a torch.nn.Module"
@@ -98,6 +174,14 @@ def _load_factory(ref: str) -> Callable[[], Any]:
     return factory
 
 
+def _with_args(factory: Callable[[], Any], args: tuple[tuple[str, str], ...]) -> Callable[[], Any]:
+    """The factory called with its --model-arg keyword arguments, each time it is called."""
+    if not args:
+        return factory
+    kwargs = {name: _factory_value(value) for name, value in args}
+    return lambda: factory(**kwargs)
+
+
 def _callables(module: Any) -> str:
     """The public callables a module defines or imports, for a message."""
     return ", ".join(n for n in dir(module) if callable(getattr(module, n)) and n[0] != "_")
@@ -107,6 +191,7 @@ def _import_file(path_text: str) -> Any:
     path = Path(path_text)
     if not path.is_file():
         raise WorkloadError(f"cannot import {path_text}: no such file")
+    _beside_on_path(path)
     # A stable, unique module name per file, so two models named model.py do not collide.
     name = "accelbench_user_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
     spec = importlib.util.spec_from_file_location(name, path)
@@ -118,6 +203,15 @@ def _import_file(path_text: str) -> Any:
     except Exception as exc:
         raise WorkloadError(f"cannot import {path_text}: {type(exc).__name__}: {exc}") from None
     return module
+
+
+def _beside_on_path(path: Path) -> None:
+    """Put the file's folder first on the import path, as Python does for a script, so that
+    the file can import the modules beside it. It changes this process's path: only workers
+    import a model's file."""
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
 
 
 def _import_module(name: str) -> Any:
@@ -146,11 +240,13 @@ class ModuleWorkload(Workload):
     """A bare nn.Module from a factory, fed random inputs of the shape the user gave."""
 
     def __init__(self, ref: str, factory: Callable[[], nn.Module], options: ModelOptions) -> None:
-        if options.input_shape is None:
+        if not options.shapes():
             raise WorkloadError(
                 f"{ref} returns an nn.Module: give --input-shape (e.g. 3x224x224, or 128 with "
-                "--vocab-size for token ids)"
+                f"--vocab-size for token ids; {SHAPES_HINT})"
             )
+        if options.input_names and len(options.input_names) != len(options.input_shapes):
+            raise WorkloadError(f"{ref}: give a name for each input shape, or none")
         if options.loss not in LOSSES:
             raise WorkloadError(f"unknown --loss {options.loss!r}; valid: {', '.join(LOSSES)}")
         if options.loss == "cross-entropy" and options.num_classes is None:
@@ -159,7 +255,8 @@ class ModuleWorkload(Workload):
         self.description = f"your model from {ref}"
         self._factory = factory
         self.options = options
-        self.input_shape = options.input_shape
+        self.shapes = options.shapes()
+        self.input_shape = self.shapes[0]  # the first input's: the one channels_last reads
         self.num_classes = options.num_classes if options.loss == "cross-entropy" else None
         self.batch_size = options.batch_size
         self._own_loss = False  # `check` finds whether it computes its own loss from labels
@@ -168,20 +265,28 @@ class ModuleWorkload(Workload):
         return self._factory()
 
     def make_batch(self, generator: torch.Generator, batch_size: int) -> Batch:
-        shape = (batch_size, *self.input_shape)
-        vocab = self.options.vocab_size
-        inputs = (
-            torch.randint(0, vocab, shape, generator=generator)
-            if vocab
-            else torch.randn(shape, generator=generator)
-        )
+        inputs = self._inputs(generator, batch_size)
         if self.num_classes is not None:
             return inputs, torch.randint(0, self.num_classes, (batch_size,), generator=generator)
         return inputs, torch.empty(0)  # mse targets are drawn once the output shape is known
 
-    def forward(self, model: nn.Module, inputs: torch.Tensor) -> torch.Tensor:
+    def _inputs(self, generator: torch.Generator, batch_size: int) -> Inputs:
+        """One random tensor per input: token ids for the first with a vocabulary, else
+        standard-normal floats; a tuple or, with names, a dict where there are several."""
+        vocab = self.options.vocab_size
+        drawn = [
+            torch.randint(0, vocab, (batch_size, *shape), generator=generator)
+            if vocab and index == 0
+            else torch.randn((batch_size, *shape), generator=generator)
+            for index, shape in enumerate(self.shapes)
+        ]
+        if self.options.input_names:
+            return dict(zip(self.options.input_names, drawn, strict=True))
+        return drawn[0] if len(drawn) == 1 else tuple(drawn)
+
+    def forward(self, model: nn.Module, inputs: Inputs) -> torch.Tensor:
         """The one tensor its output stands for (workloads/outputs: a ModelOutput's logits...)."""
-        return output_tensor(model(inputs))[0]
+        return output_tensor(call_model(model, inputs))[0]
 
     def loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         if self.num_classes is not None:
@@ -189,36 +294,31 @@ class ModuleWorkload(Workload):
         # Regression against a fixed target; zeros keep it deterministic and shape-agnostic.
         return F.mse_loss(outputs, torch.zeros_like(outputs))
 
-    def train_loss(
-        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor
-    ) -> torch.Tensor:
+    def train_loss(self, model: nn.Module, inputs: Inputs, targets: torch.Tensor) -> torch.Tensor:
         """The model's own loss where it computes one from labels (`check` found out), else
         the chosen loss on its output."""
         if self._own_loss:
-            loss = own_loss(model(inputs, labels=targets))
+            loss = own_loss(call_model(model, inputs, labels=targets))
             assert loss is not None  # `check` saw it
             return loss
         return self.loss(self.forward(model, inputs), targets)
 
     @property
     def images(self) -> bool:
-        return len(self.input_shape) == 3 and not self.options.vocab_size
+        return len(self.input_shape) == 3 and not self.options.vocab_size  # the first input
 
     def check(self) -> None:
         """Run two samples through a fresh model on the CPU, so that a bad shape or output
         fails before timing, clearly; and find which of its outputs is timed and trained on
         (`output_note`). It runs the user's code: the worker calls it."""
-        shape = "x".join(map(str, (2, *self.input_shape)))
+        shape = ", ".join("x".join(map(str, (2, *one))) for one in self.shapes)
         try:  # making the inputs fails too when the shape is too large to allocate
             inputs, targets = self.make_batch(torch.Generator().manual_seed(0), 2)
             model = self.build_model().eval()
             with torch.no_grad():
-                returned = model(inputs)
+                returned = call_model(model, inputs)
         except Exception as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            raise WorkloadError(
-                f"{self.name} rejects inputs of shape {shape}: {type(exc).__name__}: {first}"
-            ) from None
+            raise WorkloadError(self._rejected(shape, exc)) from None
         try:
             out, which = output_tensor(returned)
         except TypeError as exc:
@@ -234,16 +334,26 @@ class ModuleWorkload(Workload):
             notes.append("trained with its own loss (labels=)")
         self.output_note = "; ".join(notes)
 
-    def _computes_its_loss(
-        self, model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor
-    ) -> bool:
+    def _rejected(self, shape: str, exc: Exception) -> str:
+        """Why the model refused its inputs, in one line; where its forward's arguments did
+        not match (a TypeError), the routes that work: a shape per input, or a Workload."""
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        said = f"{self.name} rejects inputs of shape {shape}: {type(exc).__name__}: {first}"
+        if not isinstance(exc, TypeError):
+            return said
+        return (
+            f"{said}; give its forward {SHAPES_HINT}, or for other inputs write a Workload "
+            f"whose make_batch returns them ({WORKLOAD_DOCS})"
+        )
+
+    def _computes_its_loss(self, model: nn.Module, inputs: Inputs, targets: torch.Tensor) -> bool:
         """Whether the model returns its own loss when given the labels (a transformers task
         head does); a classifier's only: a regression's targets are not its labels."""
         if self.num_classes is None or not accepts_labels(model):
             return False
         try:
             with torch.no_grad():
-                return own_loss(model(inputs, labels=targets)) is not None
+                return own_loss(call_model(model, inputs, labels=targets)) is not None
         except Exception:  # it takes labels, but not these: the chosen loss on its output
             return False
 

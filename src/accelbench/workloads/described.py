@@ -39,6 +39,7 @@ class WorkloadFacts:
     prompt_length: int | None = None
     new_tokens: int | None = None
     max_positions: int | None = None
+    several_inputs: bool = False  # its forward takes a tuple or dict of tensors
 
 
 def facts_of(workload: Workload) -> WorkloadFacts:
@@ -61,6 +62,7 @@ def facts_of(workload: Workload) -> WorkloadFacts:
         num_classes=workload.num_classes,
         images=workload.images,
         language_model=workload.language_model,
+        several_inputs=workload.several_inputs,
         generates=bool(language),
         **language,
     )
@@ -72,12 +74,16 @@ class DescribedWorkload(Workload):
     def __init__(self, facts: WorkloadFacts) -> None:
         self.facts = facts
         for name, value in asdict(facts).items():
-            if name not in ("images", "max_positions", "generates"):
+            if name not in ("images", "max_positions", "generates", "several_inputs"):
                 setattr(self, name, value)
 
     @property
     def images(self) -> bool:
         return self.facts.images
+
+    @property
+    def several_inputs(self) -> bool:
+        return self.facts.several_inputs
 
     def build_model(self) -> nn.Module:
         _in_a_worker_only("build")

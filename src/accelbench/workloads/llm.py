@@ -23,6 +23,7 @@ from torch import nn
 from ..errors import require
 from . import register
 from .base import Batch, Workload
+from .inputs import Inputs
 
 __all__ = ["KVLayout", "LanguageModel", "forward_with_cache", "is_causal_lm", "static_cache"]
 
@@ -161,7 +162,7 @@ class LanguageModel(Workload):
         ids = self.prompt(generator, batch_size, self.input_shape[0] + 1)
         return ids[:, :-1], ids[:, 1:]  # each position predicts the next token
 
-    def forward(self, model: nn.Module, inputs: torch.Tensor) -> torch.Tensor:
+    def forward(self, model: nn.Module, inputs: Inputs) -> torch.Tensor:
         logits: torch.Tensor = model(input_ids=inputs, use_cache=False).logits
         return logits
 

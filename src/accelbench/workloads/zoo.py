@@ -12,6 +12,7 @@ from torch import nn
 from ..errors import require
 from . import register
 from .base import Batch, Workload, random_images
+from .inputs import Inputs
 
 
 class _TorchvisionClassifier(Workload):
@@ -84,7 +85,7 @@ class BertBase(Workload):
         labels = torch.randint(0, self.num_classes, (batch_size,), generator=generator)
         return ids, labels
 
-    def forward(self, model: nn.Module, inputs: torch.Tensor) -> torch.Tensor:
+    def forward(self, model: nn.Module, inputs: Inputs) -> torch.Tensor:
         logits: torch.Tensor = model(input_ids=inputs).logits  # HF returns an output object
         return logits
 
