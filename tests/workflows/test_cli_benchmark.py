@@ -44,9 +44,10 @@ def test_benchmark_measures_seed_cnn_on_the_cpu_as_run_does(tmp_path, monkeypatc
     )
     assert len(result.measurement.samples) == 2 and result.samples_per_second > 0
     assert result.id == 1 and result.environment["device"] == "cpu"
-    # the sweep `accelbench run` plans from the same options: same id, so --resume agrees
+    # the sweep `accelbench run` plans from the same options: the same key, so --resume agrees;
+    # each run its own id under it
     cli = plan(_run_request("seed-cnn", "--devices", "cpu", "--batch-sizes", "8", "--epochs", "2"))
-    assert result.sweep == cli.sweep.id
+    assert result.sweep.startswith(f"{cli.sweep.id}-") and result.sweep != cli.id
     assert list(tmp_path.iterdir()) == []  # without db nothing is stored, not even ./accelbench.db
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -60,6 +61,7 @@ __all__ = [
     "plan",
     "run_plan",
     "resumable",
+    "resumed",
     "run_stored",
 ]
 
@@ -172,6 +174,26 @@ class Plan:
     profile: ProfileRequest | None = None
     latency: bool = True  # time inference at batch 1 too, one step a sample
     policy: RoundPolicy = DEFAULT_POLICY  # how many processes measure each configuration
+    run_id: str = ""  # this run's own sweep id (`new_run_id`), or the one --resume goes on with
+
+    @property
+    def id(self) -> str:
+        """The sweep id its results are stored under."""
+        return self.run_id or self.sweep.id
+
+
+def new_run_id(key: str) -> str:
+    """A new run's sweep id: the options' key (`Sweep.id`, the same for the same command), then
+    a suffix of its own, so the same command run twice is two runs that the report and
+    `compare` show side by side; `--resume` finds the newest run of the key (`resumed`)."""
+    return f"{key}-{uuid.uuid4().hex[:6]}"
+
+
+def resumed(plan: Plan, store: Store) -> Plan:
+    """`plan` going on with the newest stored run of its options (one stored before runs had
+    ids of their own included); unchanged, a new run, where none is stored."""
+    newest = store.results(Filters(runs_of=plan.sweep.id), limit=1)
+    return replace(plan, run_id=newest[0].sweep) if newest else plan
 
 
 def plan(request: BenchmarkRequest) -> Plan:
@@ -210,6 +232,7 @@ def plan(request: BenchmarkRequest) -> Plan:
         profile=profile,
         latency=request.latency and not request.max_batch,
         policy=_policy(request, configs),
+        run_id=new_run_id(sweep.id),
     )
 
 
@@ -300,13 +323,16 @@ def run_plan(
 ) -> list[Result]:
     """Run every configuration's processes (engine/rounds), interleaved pass by pass, saving
     each configuration's result as each of its processes lands; with `resume`, go on from
-    what this sweep stored (a configuration at the process it had reached), claiming each
-    configuration first, so that resumers running at once split the work: one another run
-    measures is left to it (`on_elsewhere(spec, holder)`), one a dead run held is taken over."""
+    what the newest run of these options stored (`resumed`; a configuration at the process it
+    had reached), claiming each configuration first, so that resumers running at once split
+    the work: one another run measures is left to it (`on_elsewhere(spec, holder)`), one a
+    dead run held is taken over."""
+    if resume:
+        plan = resumed(plan, store)
     stored = resumable(plan, store) if resume else {}
     todo = [p for p in (Progress(c, stored.get(c.spec)) for c in plan.configs) if not p.complete]
-    of_sweep = store.results(Filters(sweep=plan.sweep.id))
-    claims = _Claims(store, plan.sweep.id, _stale_after(plan)) if resume else None
+    of_sweep = store.results(Filters(sweep=plan.id))
+    claims = _Claims(store, plan.id, _stale_after(plan)) if resume else None
     measure = _Measure(plan, store, Analyzer(store.calibrations()))
     # Single-process results of this sweep, the baseline of the data-parallel efficiency.
     measure.singles.update({r.spec: r for r in of_sweep if resume})
@@ -349,14 +375,14 @@ class _Measure:
             result = self._analyzed(result)
         except Exception as exc:  # the measurement stands: what failed after it is said with it
             result = _unanalyzed(result, exc)
-        return self.store.save(replace(result, sweep=self.plan.sweep.id))
+        return self.store.save(replace(result, sweep=self.plan.id))
 
     def _analyzed(self, result: Result) -> Result:
         """The measured result with what is derived from it: the analysis, the scaling and
         the caveats."""
         spec = result.spec
         try:
-            earlier = _earlier_runs(self.store, result, self.plan.sweep.id)
+            earlier = _earlier_runs(self.store, result, self.plan.id)
         except StoreError:
             # The store is away (a server restarting): what was measured is still kept, and
             # the save says where; only the check against earlier runs is left out.
@@ -446,8 +472,8 @@ def _earlier_runs(store: Store, result: Result, sweep: str) -> list[Result]:
 
 
 def _next_pass(stored: Iterable[Result]) -> int:
-    """The pass after every one stored in the sweep: the same command run again, or resumed,
-    numbers its passes on, so that compare pairs only processes that ran side by side."""
+    """The pass after every one stored in the sweep: a run resumed numbers its passes on, so
+    that compare pairs only processes that ran side by side."""
     passes = [n for r in stored for n in (r.facts.get_or_default(Rounds).passes)]
     return max(passes, default=0) + 1
 
@@ -491,12 +517,12 @@ def resumable(plan: Plan, store: Store) -> dict[RunSpec, Result]:
     accelbench that ran one process per configuration cannot be: its results say nothing of
     processes, so the rest would be measured differently."""
     stored: dict[RunSpec, Result] = {}
-    for result in store.results(Filters(sweep=plan.sweep.id)):  # newest first: they win
+    for result in store.results(Filters(sweep=plan.id)):  # newest first: they win
         stored.setdefault(result.spec, result)
     for result in stored.values():
         if result.facts.get(Rounds) is None:
             raise UsageError(
-                f"--resume: sweep {plan.sweep.id} was stored by an earlier accelbench, one "
+                f"--resume: sweep {plan.id} was stored by an earlier accelbench, one "
                 f"process per configuration (result #{result.id}); its results stay readable. "
                 "Run it again without --resume to measure it in several processes"
             )
