@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...analysis.facts import LOADING, CoreMLFacts, Drift, Flops, Generation, OnnxRuntimeFacts
+from ...analysis.facts import (
+    LOADING,
+    CoreMLFacts,
+    Drift,
+    Flops,
+    Generation,
+    OnnxRuntimeFacts,
+    Probe,
+)
 from ...analysis.history import MIN_HISTORY, Placement
 from ...analysis.verdict import Bottleneck, decode_verdict
 from ...core.result import Result
@@ -49,7 +57,7 @@ def derived_notes(r: Result) -> list[str]:
     if max_batch := metrics.get(MaxBatchSearch):
         notes.append(_max_batch_note(max_batch))
     if metrics.get(PROBE_FAILURE):
-        notes.append(f"no verdict: the smaller-batch probe failed: {metrics.get(PROBE_FAILURE)}")
+        notes.append(_probe_failure_note(r))
     if drift := metrics.get(Drift):
         notes.append(drift_note(drift))
     if ort := metrics.get(OnnxRuntimeFacts):
@@ -68,6 +76,14 @@ def derived_notes(r: Result) -> list[str]:
 
 
 _UNITS = ("Neural Engine", "GPU", "CPU")
+
+
+def _probe_failure_note(r: Result) -> str:
+    """A failed probe: no verdict, unless other processes' probes ran (the verdict counts them)."""
+    failure = r.facts.get(PROBE_FAILURE)
+    if r.facts.get(Probe) is None:
+        return f"no verdict: the smaller-batch probe failed: {failure}"
+    return f"the smaller-batch probe failed in a process ({failure}); the verdict counts the others"
 
 
 def coreml_note(coreml: CoreMLFacts, load_s: float | None) -> str:
