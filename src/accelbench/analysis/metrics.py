@@ -154,9 +154,8 @@ class Analyzer:
         assert m is not None
         step_s = m.time.median / spec.steps_per_block
         out: dict[str, Any] = {}
-        flops_per_step = None
-        if per_sample is not None:
-            flops_per_step = per_sample * spec.batch_size
+        flops_per_step = None if per_sample is None else per_sample * spec.batch_size
+        if per_sample is not None and flops_per_step is not None:
             out[FLOPS_PER_SAMPLE] = per_sample
             out[ACHIEVED_FLOPS] = flops_per_step / step_s
         peak = peaks.flops.get(spec.precision) if peaks else None
