@@ -113,7 +113,7 @@ def _probe_witness(t: Timing) -> Verdict:
         return Verdict(
             "undetermined",
             "no verdict: the step was not timed at a smaller batch "
-            "(batch 1, --no-verdict, --max-batch, data-parallel, or the probe failed)",
+            "(batch 1, --no-verdict, --quick, --max-batch, data-parallel, or the probe failed)",
         )
     work, growth = t.batch / t.probe_batch, t.step_s / t.probe_step_s
     if t.paired_growth is not None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.levels import DEFAULT_POLICY
+from ..core.levels import DEFAULT_POLICY, QUICK_ROUNDS, QUICK_SECONDS, QUICK_STEPS
 from ..core.modes import DEFAULT_MODE
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
 from ..errors import StoreError, UsageError
@@ -242,6 +242,15 @@ def profile_request(args: argparse.Namespace, always: bool = False) -> ProfileRe
 
 
 def _add_switches(timing: argparse._ArgumentGroup) -> None:
+    timing.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a first look: {QUICK_ROUNDS} processes and {QUICK_SECONDS:g} s of timing in "
+        "all per configuration (unless --rounds, --max-rounds, --max-time or --epochs say "
+        f"otherwise), {QUICK_STEPS} step an it, no verdict probe, no latency; every result "
+        "carries the caveat "
+        "\"quick\"",
+    )
     timing.add_argument(
         "--resume",
         action="store_true",

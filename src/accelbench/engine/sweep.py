@@ -63,6 +63,7 @@ class Sweep:
     warmup: int = 1
     prompt_lengths: tuple[int | None, ...] = (None,)
     new_tokens: tuple[int | None, ...] = (None,)
+    steps_per_block: int | None = None  # None: the workload's (run --quick: one step an it)
 
     def values_of(self, lever: Lever) -> tuple[Value, ...]:
         return dict(self.levers).get(lever.name, (lever.default,))
@@ -77,6 +78,8 @@ class Sweep:
         for name in ("prompt_lengths", "new_tokens"):  # added since; out of the id unless set
             if tuple(options[name]) == (None,):
                 del options[name]
+        if options["steps_per_block"] is None:  # likewise
+            del options["steps_per_block"]
         for lever in all_levers():
             key, values = _ID_NAMES.get(lever.name, lever.name), self.values_of(lever)
             if key in _ALWAYS_IN_ID or values != (lever.default,):
@@ -133,7 +136,7 @@ class Sweep:
         ]
         specs = []
         for values in itertools.product(*(v for _, v in axes)):
-            spec = make_spec(workload, device)
+            spec = make_spec(workload, device, steps_per_block=self.steps_per_block)
             for (axis, _), value in zip(axes, values, strict=True):
                 if isinstance(axis, Lever):
                     spec = axis.assign(spec, value)

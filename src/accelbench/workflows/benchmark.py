@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.explanation import Explanation, ProfileRequest
-from ..analysis.facts import Rounds
+from ..analysis.facts import QUICK, Rounds
 from ..analysis.metrics import Analyzer
 from ..analysis.trust import Caveat, Trust, assess, with_trust
 from ..backends import check_installed, unsupported
-from ..core.levels import DEFAULT_POLICY, RoundPolicy
+from ..core.levels import DEFAULT_POLICY, QUICK_ROUNDS, QUICK_SECONDS, QUICK_STEPS, RoundPolicy
 from ..core.limits import count_problem, seconds_problem
 from ..core.modes import DEFAULT_MODE, mode_names
 from ..core.result import Result, RunSpec, Value, machine_of
@@ -103,6 +103,10 @@ class BenchmarkRequest:
     rounds: int | None = None
     max_rounds: int | None = None  # None: DEFAULT_POLICY's
     min_gap: float = 0.0  # seconds between the starts of a configuration's processes, at least
+    # A first look (`run --quick`): QUICK_ROUNDS processes, QUICK_SECONDS of timing in all
+    # (where rounds, max_rounds, max_time or epochs leave them unset), one step an it, no
+    # verdict probe, no latency; each result carries the caveat "quick".
+    quick: bool = False
 
     def __post_init__(self) -> None:
         bad = [r for r in self.workloads if not isinstance(r, WorkloadRef)]
@@ -161,6 +165,28 @@ def _check_together(request: BenchmarkRequest) -> None:
         raise UsageError(f"--node-rank {request.node_rank} is not below --nnodes {request.nodes}")
 
 
+def quickened(request: BenchmarkRequest) -> tuple[BenchmarkRequest, str]:
+    """The request as a quick run measures it, and its caveat saying what that cut (the
+    request's own counts and seconds win over the quick ones); ("" for a full run)."""
+    if not request.quick:
+        return request, ""
+    rounds = request.rounds
+    if rounds is None and request.max_rounds is None:  # a process times one it at least
+        rounds = min(QUICK_ROUNDS, request.epochs or QUICK_ROUNDS)
+    max_time = request.max_time
+    if max_time is None and request.epochs is None:
+        max_time = QUICK_SECONDS
+    quick = replace(request, rounds=rounds, max_time=max_time, verdict=False, latency=False)
+    processes = f"{rounds} processes" if rounds else f"up to {request.max_rounds} processes"
+    timing = f"{max_time:g} s of timing in all" if max_time else f"{request.epochs} timed its"
+    caveat = (
+        f"quick (--quick): {processes}, {timing}, {QUICK_STEPS} step an it, no bottleneck "
+        "verdict, no batch-1 latency: a first look, not a figure to sign; run without --quick "
+        "for that"
+    )
+    return quick, caveat
+
+
 @dataclass(frozen=True)
 class Plan:
     sweep: Sweep
@@ -175,6 +201,7 @@ class Plan:
     latency: bool = True  # time inference at batch 1 too, one step a sample
     policy: RoundPolicy = DEFAULT_POLICY  # how many processes measure each configuration
     run_id: str = ""  # this run's own sweep id (`new_run_id`), or the one --resume goes on with
+    quick: str = ""  # a quick run's caveat (`quickened`); "" for a full run
 
     @property
     def id(self) -> str:
@@ -198,6 +225,7 @@ def resumed(plan: Plan, store: Store) -> Plan:
 
 def plan(request: BenchmarkRequest) -> Plan:
     """Every configuration of the request, with its workloads loaded and devices resolved."""
+    request, quick = quickened(request)
     _check_words(request)
     launch = _launch(request)
     # a name given twice is one configuration, for the library as for the CLI
@@ -217,6 +245,7 @@ def plan(request: BenchmarkRequest) -> Plan:
         warmup=request.warmup,
         prompt_lengths=request.prompt_lengths,
         new_tokens=request.new_tokens,
+        steps_per_block=QUICK_STEPS if request.quick else None,
     )
     configs = sweep.configs([workloads[r] for r in refs], devices)
     profile = _checked_profile(request.profile, configs)
@@ -233,6 +262,7 @@ def plan(request: BenchmarkRequest) -> Plan:
         latency=request.latency and not request.max_batch,
         policy=_policy(request, configs),
         run_id=new_run_id(sweep.id),
+        quick=quick,
     )
 
 
@@ -371,6 +401,8 @@ class _Measure:
         self, progress: Progress, pass_no: int, on_block: Callable[[int, float], None]
     ) -> Result:
         result = _next_process(self.plan, progress, pass_no, on_block)
+        if self.plan.quick:  # before the caveats are assessed, which say it
+            result = replace(result, metrics={**result.metrics, QUICK.key: self.plan.quick})
         try:
             result = self._analyzed(result)
         except Exception as exc:  # the measurement stands: what failed after it is said with it

@@ -23,6 +23,7 @@ from ...engine.facts import (
     P99_MIN_SAMPLES,
     PROBE_FAILURE,
     MaxBatchSearch,
+    Overhead,
     Parallel,
     percentiles,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "generation_notes",
     "history_note",
     "onnxruntime_note",
+    "wall_note",
 ]
 
 
@@ -58,6 +60,8 @@ def derived_notes(r: Result) -> list[str]:
         notes.append(_max_batch_note(max_batch))
     if metrics.get(PROBE_FAILURE):
         notes.append(_probe_failure_note(r))
+    if (overhead := metrics.get(Overhead)) and (wall := wall_note(overhead, r)):
+        notes.append(wall)
     if drift := metrics.get(Drift):
         notes.append(drift_note(drift))
     if ort := metrics.get(OnnxRuntimeFacts):
@@ -76,6 +80,37 @@ def derived_notes(r: Result) -> list[str]:
 
 
 _UNITS = ("Neural Engine", "GPU", "CPU")
+
+
+# Where a configuration's wall time goes, in the order it is spent (engine/facts.Overhead).
+_PHASES = (
+    ("start_s", "start"),
+    ("import_s", "imports"),
+    ("setup_s", "set-up"),
+    ("warmup_s", "warm-up"),
+    ("timed_s", "timing"),
+    ("probe_s", "verdict probe"),
+    ("latency_s", "latency"),
+    ("drift_s", "drift check"),
+    ("profile_s", "profile"),
+    ("count_s", "FLOPs count"),
+)
+
+
+def wall_note(overhead: Overhead, r: Result) -> str:
+    """Where the configuration's wall time went, phase by phase, summed over its processes
+    (what `--json` stores as `overhead`); "" where the wall time was not recorded."""
+    if overhead.wall_s is None:
+        return ""
+    spent = [(name, getattr(overhead, key)) for key, name in _PHASES]
+    spent = [(name, s) for name, s in spent if s is not None]
+    rest = overhead.wall_s - sum(s for _, s in spent)
+    parts = [f"{name} {s:.1f} s" for name, s in spent]
+    if rest >= 0.05:  # the result's way back and each process's end
+        parts.append(f"the rest {rest:.1f} s")
+    processes = r.measurement.processes if r.measurement is not None else 1
+    over = f" over {processes} processes" if processes > 1 else ""
+    return f"wall time {overhead.wall_s:.1f} s{over}: {', '.join(parts)}"
 
 
 def _probe_failure_note(r: Result) -> str:
