@@ -73,7 +73,7 @@ def beside_run(baseline: Result, stored: Sequence[Result], run_steps: int) -> st
         return ""
     return (
         f"{BASELINE} here, {baseline.samples_per_second:,.0f} samples/s, is "
-        f"{speedup(baseline, found).text()} `run`'s result #{found.id} of this configuration "
+        f"{speedup(baseline, found).text()} of `run`'s result #{found.id} of this configuration "
         f"on this machine ({found.samples_per_second:,.0f}, {found.created_at[:16]}): timed "
         f"here {baseline.spec.steps_per_block} step(s) an it, {len(m.samples)} samples over "
         f"{m.processes} process(es), now; there {run_steps} steps an it, "
