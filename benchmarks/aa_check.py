@@ -1,6 +1,6 @@
 """The A/A check's verdicts (issue 25): in each run of benchmarks/aa_models.py's two names for
 one workload in one sweep, the second against the first, as `compare` takes it (paired pass
-by pass; the runs of one command share its sweep id, and their passes tell them apart).
+by pass; each run of the command is a sweep of its own since issue 37).
 
     python3 benchmarks/aa_check.py /tmp/cm_aa/aa.db
 """

@@ -81,3 +81,34 @@ def test_the_verdict_shows_the_two_step_times_its_paired_ratio_compares():
     assert "4x the batch took 1.02x the time" in text
     assert "0.421 ms a step at batch 25, 0.43 ms at 100: medians of the pairs" in text
     assert "1.46" not in text  # the main samples' step was not timed beside the probe
+
+
+def test_a_failed_probe_leaves_the_verdict_to_the_pairs_that_exist():
+    # Issue 37 item 13: three processes, the probe of one failed (its probe_error stored), so
+    # two ratios exist. The verdict fell back to the main samples' step (4.0 ms, timed apart,
+    # in a slow moment) over the probe's (1 ms): 4.00x, "not launch-bound". The two pairs that
+    # exist say 1.02x and 1.04x: launch-bound, over 2 of 3 processes.
+    probe = Probe(
+        25,
+        1e-3,
+        40,
+        steps=(1e-3, 1e-3),
+        growth=(1.02, 1.04),
+        growth_ci_low=1.0,
+        growth_ci_high=1.05,
+        paired_steps=(1.02e-3, 1.04e-3),
+    )
+    result = Result(
+        spec=RunSpec("mlp", "cpu", 100, 1),
+        status="ok",
+        measurement=Measurement(
+            samples=(4.0e-3, 4.1e-3, 3.9e-3) * 3, rounds=((3, 0), (3, 0), (3, 0))
+        ),
+        metrics={**probe.to_metrics(), "probe_error": "RuntimeError: out of memory"},
+    )
+    verdict = Analyzer()(result, CPU).metrics["verdict"]
+    text = verdict["explanation"]
+    assert verdict["kind"] == "launch-bound", text
+    assert "4x the batch took 1.03x the time" in text
+    assert "over 2 of 3 processes (the probe failed in 1)" in text
+    assert "4.00x" not in text and "4 ms" not in text

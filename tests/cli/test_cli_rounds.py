@@ -1,5 +1,5 @@
 """Processes per configuration through the real CLI and the library: the options, their bad
-input, passes numbered on across runs of one command, and --resume at the process reached."""
+input, each run of one command a run of its own, and --resume at the process reached."""
 
 from __future__ import annotations
 
@@ -37,23 +37,52 @@ def test_bad_process_counts_are_one_line_exit_2_and_nothing_stored_changes(
     assert digest(db) == before
 
 
-def test_a_command_run_again_numbers_its_passes_on(tmp_path):
+def test_a_command_run_again_is_a_run_of_its_own_and_compare_shows_both(tmp_path):
+    """Issue 37 item 2: run, change something, run again, compare: the same command twice is
+    two runs (two sweep ids of one key), and compare, the report and the gate see both."""
     db = tmp_path / "r.db"
+    sweeps = []
     for _ in range(2):
         out = run_cli("run", *FAST, "--blocks", "2", "--json", "--db", str(db))
         assert out.returncode == 0, out.stderr
+        sweeps.append(json.loads(out.stdout)["sweep"])
     with Store(db, create=False) as store:
         newer, older = store.results()
-    assert newer.sweep == older.sweep  # the same options: the same sweep
-    assert older.facts.get(Rounds).passes == (1, 2)
-    assert newer.facts.get(Rounds).passes == (3, 4)
-    gate = run_cli("compare", "--baseline", str(older.id), "--candidate", str(newer.id),
+    assert [older.sweep, newer.sweep] == sweeps and older.sweep != newer.sweep
+    assert older.sweep.split("-")[0] == newer.sweep.split("-")[0]  # the options' key
+    assert older.facts.get(Rounds).passes == newer.facts.get(Rounds).passes == (1, 2)
+    resumed = run_cli("run", *FAST, "--epochs", "2", "--json", "--db", str(db), "--resume")
+    assert json.loads(resumed.stdout) == {"db": str(db), "sweep": sweeps[1], "results": []}
+    shown = json.loads(run_cli("compare", "--json", "--db", str(db)).stdout)
+    assert [(row["by"], row["value"], row["baseline_id"]) for row in shown] == [
+        ("run", older.sweep, older.id),
+        ("run", newer.sweep, older.id),
+    ]
+    report = run_cli("report", "--format", "markdown", "--db", str(db)).stdout
+    assert f"| #{older.id} |" in report and f"| #{newer.id} |" in report
+    gate = run_cli("compare", "--baseline", older.sweep, "--candidate", newer.sweep,
                    "--json", "--db", str(db))  # fmt: skip
     (change,) = json.loads(gate.stdout)
     # two runs at different times: unpaired, and with 2 timed samples a side, no interval
     assert change["verdict"] == "undetermined" and "too few (needs 6)" in (
         change["speedup"]["no_interval"]
     )
+
+
+@pytest.mark.parametrize("same", ["sweep", "id"])
+def test_a_run_compared_with_itself_is_refused_in_one_line(same, tmp_path, measured_db):
+    db = copy_of(measured_db, tmp_path)
+    with Store(db, create=False) as store:
+        (stored,) = store.results()
+    candidate = stored.sweep if same == "sweep" else str(stored.id)
+    out = run_cli("compare", "--baseline", stored.sweep, "--candidate", candidate,
+                  "--db", str(db))  # fmt: skip
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == [
+        f"accelbench: error: --baseline {stored.sweep} and --candidate {candidate} hold the "
+        f"same result(s) #{stored.id}: a run compared with itself is 1.00x by construction; "
+        "give two different runs (sweep or result ids: see `accelbench results`)"
+    ]
 
 
 def test_resume_goes_on_at_the_process_each_configuration_reached(tmp_path, monkeypatch):

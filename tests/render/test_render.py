@@ -111,3 +111,23 @@ def test_rendering_stored_results_imports_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_probe_that_failed_in_one_process_does_not_say_there_is_no_verdict():
+    # Issue 37 item 13: the first process's probe failed, the others' ran: the verdict counts
+    # those (analysis/metrics), so "no verdict" would contradict the line above it.
+    from accelbench.analysis.facts import Probe
+    from accelbench.render.console.run_notes import derived_notes
+
+    failed = {"probe_error": "RuntimeError: out of memory"}
+    probe = Probe(25, 1e-3, 40, steps=(1e-3, 1e-3), growth=(1.02, 1.04)).to_metrics()
+    spec, measured = RunSpec("mlp", "cpu", 100, 1), Measurement(samples=(4e-3,) * 6)
+    alone = Result(spec=spec, status="ok", measurement=measured, metrics=failed)
+    others = Result(spec=spec, status="ok", measurement=measured, metrics={**failed, **probe})
+    assert "no verdict: the smaller-batch probe failed: RuntimeError: out of memory" in (
+        derived_notes(alone)
+    )
+    assert derived_notes(others) == [
+        "the smaller-batch probe failed in a process (RuntimeError: out of memory); the "
+        "verdict counts the others"
+    ]

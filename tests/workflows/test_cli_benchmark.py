@@ -44,9 +44,10 @@ def test_benchmark_measures_seed_cnn_on_the_cpu_as_run_does(tmp_path, monkeypatc
     )
     assert len(result.measurement.samples) == 2 and result.samples_per_second > 0
     assert result.id == 1 and result.environment["device"] == "cpu"
-    # the sweep `accelbench run` plans from the same options: same id, so --resume agrees
+    # the sweep `accelbench run` plans from the same options: the same key, so --resume agrees;
+    # each run its own id under it
     cli = plan(_run_request("seed-cnn", "--devices", "cpu", "--batch-sizes", "8", "--blocks", "2"))
-    assert result.sweep == cli.sweep.id
+    assert result.sweep.startswith(f"{cli.sweep.id}-") and result.sweep != cli.id
     assert list(tmp_path.iterdir()) == []  # without db nothing is stored, not even ./accelbench.db
 
 
@@ -196,3 +197,38 @@ def test_a_measurement_whose_analysis_fails_is_stored_with_a_caveat(tmp_path):
     assert [r["status"] for r in stored] == ["ok"] and len(stored[0]["samples_s"]) == 4
     caveats = " ".join(c["text"] for c in stored[0]["caveats"])
     assert "the analysis after the measurement failed (RuntimeError: the analysis broke)" in caveats
+
+
+def test_quick_plans_two_processes_one_second_one_step_an_it_and_no_probe():
+    checked = plan(_run_request("seed-cnn", "--devices", "cpu", "--quick"))
+    (config,) = checked.configs
+    assert config.spec.steps_per_block == 1 and config.stop.max_time == 1.0
+    assert config.stop.blocks is None  # seed-cnn's 100 its give way to the 1 s budget
+    assert checked.policy.fixed == 2 and not checked.verdict and not checked.latency
+    assert checked.quick.startswith("quick (--quick): 2 processes, 1 s of timing in all")
+    # the user's own counts and seconds win; what quick cut still says so
+    own = plan(_run_request("mlp", "--devices", "cpu", "--quick", "--epochs", "6", "--rounds", "3"))
+    assert own.policy.fixed == 3 and own.configs[0].stop.blocks == 6
+    assert own.quick.startswith("quick (--quick): 3 processes, 6 timed its,")
+    # a full run's sweep key is what it was: quick's one step an it is a sweep of its own
+    full = plan(_run_request("seed-cnn", "--devices", "cpu"))
+    assert full.quick == "" and full.configs[0].spec.steps_per_block == 20
+    assert full.sweep.id == Sweep(workloads=(WorkloadRef("seed-cnn"),), devices=("cpu",)).id
+
+
+def test_quick_run_stores_and_prints_its_caveat_and_where_the_wall_time_went(tmp_path):
+    db = str(tmp_path / "r.db")
+    out = run_cli("run", "mlp", "--devices", "cpu", "--quick", "--json", "--db", db)
+    assert out.returncode == 0, out.stderr
+    (result,) = json.loads(out.stdout)["results"]
+    assert result["processes"] == 2 and result["spec"]["steps_per_block"] == 1
+    assert "probe" not in result["metrics"] and "latency" not in result["metrics"]
+    quick = [c for c in result["caveats"] if c["kind"] == "quick"]
+    assert len(quick) == 1 and quick[0]["text"].startswith("quick (--quick): 2 processes")
+    overhead = result["metrics"]["overhead"]
+    assert overhead["timed_s"] > 0 and overhead["wall_s"] >= overhead["timed_s"]
+    (stored,) = json.loads(run_cli("results", "--json", "--db", db).stdout)  # read back
+    assert [c for c in stored["caveats"] if c["kind"] == "quick"] == quick
+    table = run_cli("run", "mlp", "--devices", "cpu", "--quick", "--db", db).stdout
+    assert "quick (--quick): 2 processes, 1 s of timing in all, 1 step an it" in table
+    assert re.search(r"wall time [\d.]+ s over 2 processes: start [\d.]+ s, .*timing", table)

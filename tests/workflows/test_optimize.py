@@ -3,12 +3,13 @@ test_search.py)."""
 
 import json
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from accelbench.analysis.facts import Drift, Rounds
-from accelbench.core.result import Result
+from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.devices import resolve_devices
 from accelbench.engine.runner import make_spec
@@ -227,3 +228,27 @@ def test_a_stored_tolerance_reads_back_from_its_json_numbers():
     assert Tolerance.from_stored(stored) == Tolerance()
     assert Tolerance.from_stored({"min_decisive": 2.5}) is None  # damaged: no tolerance
     assert Tolerance.from_stored({"max_rel_error": float("nan")}) is None
+
+
+def test_fp32_eager_is_set_beside_runs_figure_of_the_same_configuration_and_why_they_differ():
+    # Issue 37 item 3: `run` gave 4,889 samples/s, optimize's fp32 eager 8,314, with nothing
+    # to say they were timed differently and at different moments.
+    from accelbench.workflows.optimize import beside_run
+
+    here = {"machine": "vm-1"}
+    spec = RunSpec("seed-cnn", "cpu", 64, 1, mode="infer")
+    rounds = ((3, 0), (3, 0), (3, 0))
+    fast = Measurement(samples=(0.0077, 0.0077, 0.0077) * 3, rounds=rounds)  # 8,312 samples/s
+    slow = Measurement(samples=(0.262, 0.262, 0.262) * 3, rounds=rounds)  # 1,280 in 0.262 s
+    baseline = Result(spec=spec, status="ok", measurement=fast, environment=here, sweep="opt")
+    run_result = Result(
+        spec=replace(spec, steps_per_block=20), status="ok", measurement=slow,
+        environment=here, sweep="run-1", id=7, created_at="2026-12-03T22:37:00",
+    )  # fmt: skip
+    elsewhere = replace(run_result, environment={"machine": "vm-2"}, id=8)
+    text = beside_run(baseline, [elsewhere, run_result], run_steps=20)
+    assert text.startswith("fp32 eager here, 8,312 samples/s, is 1.70x [")
+    assert "of `run`'s result #7 of this configuration on this machine" in text
+    assert "(4,885, 2026-12-03T22:37)" in text
+    assert "here 1 step(s) an it, 9 samples over 3 process(es), now; there 20 steps an it" in text
+    assert beside_run(baseline, [elsewhere], run_steps=20) == ""  # another machine's is no match

@@ -32,6 +32,7 @@ __all__ = [
     "BASE_DIMENSIONS",
     "DEVICE",
     "FASTEST",
+    "OLDEST",
     "Dimension",
     "Change",
     "Comparison",
@@ -46,6 +47,8 @@ MIN_SAMPLES = 6  # timed samples on each side, over its processes, for any inter
 # A baseline value meaning "whichever of the group has the most samples/s" (compare's default
 # for configurations, and `--baseline-value fastest` for any dimension).
 FASTEST = "fastest"
+# The baseline of `compare --by run`: the configuration's earliest run (the one before the change).
+OLDEST = "oldest"
 
 
 @dataclass(frozen=True)
@@ -219,6 +222,8 @@ BASE_DIMENSIONS: dict[str, Dimension] = {
         _base("workload", "workload", lambda r: r.spec.workload, ""),
         _base("batch", "batch_size", lambda r: str(r.spec.batch_size), ""),
         _base("backend", "backend", lambda r: r.spec.backend, DEFAULT_BACKEND),
+        # each run of one configuration (its sweep id): "run, change something, run again"
+        _base("run", "", lambda r: r.sweep, OLDEST),
     )
 }
 DEVICE = BASE_DIMENSIONS["device"]
@@ -292,6 +297,8 @@ def _pick_baseline(members: dict[str, Result], wanted: str) -> str | None:
         return wanted
     if wanted == FASTEST:
         return max(members, key=lambda value: members[value].samples_per_second or 0.0)
+    if wanted == OLDEST:
+        return min(members, key=lambda value: _when(members[value]))
     matching = sorted(v for v in members if v.split("/")[-1] == wanted)
     if matching:
         return matching[0]
@@ -302,7 +309,14 @@ def _sort_key(wanted: str) -> Callable[[tuple[str, Result]], Any]:
     """Rows against the fastest read fastest first; others in the values' order."""
     if wanted == FASTEST:
         return lambda item: -(item[1].samples_per_second or 0.0)
+    if wanted == OLDEST:
+        return lambda item: _when(item[1])
     return lambda item: _order(item[0])
+
+
+def _when(result: Result) -> tuple[str, int]:
+    """When a result was stored (its id breaks a tie within one second)."""
+    return result.created_at, result.id or 0
 
 
 def _order(value: str) -> tuple[int, float, str]:

@@ -294,6 +294,8 @@ CHANNELS_LAST = scalar(CHANNELS_LAST_APPLIES, bool | None, None)
 PREFILL_FLOPS = scalar(PREFILL_FLOPS_PER_SEQUENCE, float | None, None)
 DECODE_FLOPS = scalar(DECODE_FLOPS_PER_SEQUENCE, float | None, None)
 VERIFY = "verify"
+# What a quick run (`run --quick`) cut short, as its caveat says it; "" for a full run.
+QUICK = scalar("quick", str, "")
 
 
 # --- verify's record (workflows/verify) ---------------------------------------------------

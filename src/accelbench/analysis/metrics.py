@@ -131,9 +131,8 @@ class Analyzer:
         assert m is not None
         step_s = m.time.median / spec.steps_per_block
         out: dict[str, Any] = {}
-        flops_per_step = None
-        if per_sample is not None:
-            flops_per_step = per_sample * spec.batch_size
+        flops_per_step = None if per_sample is None else per_sample * spec.batch_size
+        if per_sample is not None and flops_per_step is not None:
             out[FLOPS_PER_SAMPLE] = per_sample
             out[ACHIEVED_FLOPS] = flops_per_step / step_s
         peak = peaks.flops.get(spec.precision) if peaks else None
@@ -157,7 +156,8 @@ class Analyzer:
             bytes_per_step=(2.0 if mode_of(spec).trains else 1.0) * memory if memory else None,
             step_ci=_per_step_ci(m, spec.steps_per_block),
             probe_ci=probe.ci if probe else None,
-            paired_growth=_paired_growth(m, spec.steps_per_block, probe),
+            paired_growth=_paired_growth(probe),
+            processes=m.processes,
             pairs=(probe.blocks or 0) if probe else 0,
             paired_step_s=_paired_step(probe),
             graphs=device.can_capture_graphs,
@@ -187,16 +187,16 @@ def _per_step_ci(m: Measurement, steps_per_block: int) -> tuple[float, float] | 
     return time.ci_low / steps_per_block, time.ci_high / steps_per_block
 
 
-def _paired_growth(
-    m: Measurement, steps_per_block: int, probe: Probe | None
-) -> tuple[float, float, float, int] | None:
+def _paired_growth(probe: Probe | None) -> tuple[float, float, float, int] | None:
     """How much longer a step took at the batch than at the probe's, each process's blocks of
     the two timed in alternation (engine/probe): the geometric mean of the processes' ratios,
     its 95% interval and the processes; in one process, its pairs' median ratio, their
-    interval and the pairs. None where the probe recorded no ratio (before issue 25)."""
+    interval and the pairs. Only the processes whose probe ran have a ratio, and only they
+    count (a process whose probe failed has none, and the main samples over the probe's step
+    would mix figures timed apart). None where the probe recorded no ratio (before issue 25)."""
     if probe is None or not probe.growth:
         return None
-    if m.processes >= 2 and len(probe.growth) == m.processes:
+    if len(probe.growth) >= 2:
         found = log_interval(probe.growth)
         assert found is not None
         return found.center, found.low, found.high, found.count

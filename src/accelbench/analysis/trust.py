@@ -22,7 +22,7 @@ from ..core.facts import Fact, fact
 from ..core.result import Result
 from ..core.stats import NOISY_CI_FRACTION
 from ..devices.state import MachineState
-from .facts import LEFT_RUNNING, OPTIMIZE_POLICY, UNCHECKED, Rounds
+from .facts import LEFT_RUNNING, OPTIMIZE_POLICY, QUICK, UNCHECKED, Rounds
 
 __all__ = ["Caveat", "Trust", "assess", "machine_caveats", "trust_of", "with_trust"]
 
@@ -41,7 +41,8 @@ class Caveat:
     """One thing to know: what kind (a word to filter on), what it says, and whether a
     conclusion drawn from the result can stand with it."""
 
-    kind: str = ""  # "processes", "spread", "noise", "failed", "incomplete", "machine", "platform"
+    # "quick", "processes", "spread", "noise", "failed", "incomplete", "machine", "platform"
+    kind: str = ""
     text: str = ""
     decisive: bool = False
 
@@ -76,7 +77,9 @@ def assess(result: Result, earlier: Sequence[Result] = ()) -> Trust:
     """Every caveat the result's record supports, the decisive ones first. `earlier`: other
     runs of the same configuration on the same machine, newest first, to check the interval
     against (`_history_caveats`)."""
+    quick = result.facts.get(QUICK)
     caveats = [
+        *([Caveat("quick", quick)] if quick else []),
         *_process_caveats(result),
         *_noise_caveats(result),
         *(machine_caveats(result.facts.get(MachineState))),

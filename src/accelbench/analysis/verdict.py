@@ -61,6 +61,7 @@ class Timing:
     # geometric mean, its 95% interval (Student's t) and the processes. It replaces the two
     # intervals above, which ignore that a slow process slows both.
     paired_growth: tuple[float, float, float, int] | None = None
+    processes: int = 1  # the processes measured; more than paired_growth's where a probe failed
     pairs: int = 0  # the probe's pairs of alternating blocks, over all processes
     # The step at `batch` over those pairs (as `probe_step_s` is the probe's), the ratio's other
     # side; None where not recorded. `step_s`, from the main samples, was timed apart.
@@ -112,7 +113,7 @@ def _probe_witness(t: Timing) -> Verdict:
         return Verdict(
             "undetermined",
             "no verdict: the step was not timed at a smaller batch "
-            "(batch 1, --no-verdict, --max-batch, data-parallel, or the probe failed)",
+            "(batch 1, --no-verdict, --quick, --max-batch, data-parallel, or the probe failed)",
         )
     work, growth = t.batch / t.probe_batch, t.step_s / t.probe_step_s
     if t.paired_growth is not None:
@@ -134,6 +135,9 @@ def _paired(t: Timing) -> str:
         return ""
     _, low, high, processes = t.paired_growth
     where = f"{processes} processes" if processes > 1 else "one process"
+    if processes < t.processes:  # the others' probes failed: only the pairs that exist count
+        failed = t.processes - processes
+        where = f"{processes} of {t.processes} processes (the probe failed in {failed})"
     return (
         f"; {low:.2f}x to {high:.2f}x over {where}, {t.pairs} pairs of samples at the two "
         "batches timed in alternation"

@@ -39,7 +39,8 @@ def add_parser(commands: Commands) -> None:
         description="Compare results that differ in one dimension (--by), each against a "
         "baseline, with a 95% CI taken over their processes (paired where they ran side by "
         "side in one sweep). Without --by: by device where some "
-        "configuration ran on two devices, else each configuration against the fastest of its "
+        "configuration ran on two devices, else by run where some configuration ran in several "
+        "runs (each run against its oldest), else each configuration against the fastest of its "
         "workload and mode on its device. A comparison with fewer than 2 processes "
         "or 6 timed samples on a side has no interval and says so: never significant, never a "
         "regression. The regression gate: --candidate RUN alone judges each configuration of "
@@ -55,7 +56,8 @@ def add_parser(commands: Commands) -> None:
         "--by",
         choices=tuple(dimensions()),
         help="the dimension to compare (default: device where a configuration ran on two "
-        "devices; else configuration: each against the fastest of its workload and mode)",
+        "devices; else run where one ran in several runs: each against its oldest; else "
+        "configuration: each against the fastest of its workload and mode)",
     )
     compare.add_argument(
         "--baseline-value",
@@ -74,7 +76,9 @@ def _add_gate_options(compare: argparse.ArgumentParser) -> None:
     from ..analysis.history import DEFAULT_WINDOW, MIN_HISTORY
 
     compare.add_argument(
-        "--baseline", metavar="RUN", help="a result id or a sweep id (needs --candidate)"
+        "--baseline",
+        metavar="RUN",
+        help="a result id or a sweep id (needs --candidate; never the candidate itself)",
     )
     compare.add_argument(
         "--candidate",
@@ -151,6 +155,14 @@ def _comparison(args: argparse.Namespace, results: list[Result]) -> tuple[Compar
     by_device = compare(results, device, args.baseline_value, include_partial=partial)
     if args.baseline_value is not None or any(row.speedup for row in by_device.rows):
         return by_device, ""
+    by_run = compare(results, dimensions()["run"], include_partial=partial)
+    if any(row.speedup for row in by_run.rows):
+        why = (
+            "no configuration here ran on two devices, and some ran in several runs, so each "
+            "run is against the configuration's oldest run on its machine (--by configuration "
+            "for the newest of each against the fastest)"
+        )
+        return by_run, why
     why = (
         "no configuration here ran on two devices, so each is against the fastest of its "
         "workload and mode on its device"
@@ -165,6 +177,7 @@ def _regressions(args: argparse.Namespace, store: Store) -> int:
     from ..render.console import changes_table
 
     base, cand = (_run(store, ref) for ref in (args.baseline, args.candidate))
+    _refuse_itself(args, base, cand)
     changes = compare_runs(base, cand, args.threshold, args.include_partial)
     if not changes:  # a gate that compared nothing has not passed
         raise UsageError(
@@ -189,6 +202,19 @@ def _regressions(args: argparse.Namespace, store: Store) -> int:
     else:
         print(changes_table(changes, args.threshold, width=width()), end="")
     return exit_status([c.verdict for c in changes])
+
+
+def _refuse_itself(args: argparse.Namespace, base: list[Result], cand: list[Result]) -> None:
+    """A result compared with itself is 1.00x [1.00–1.00] by construction, whatever changed:
+    no evidence, so refused."""
+    shared = sorted({r.id for r in base} & {r.id for r in cand}, key=lambda i: i or 0)
+    if shared:
+        ids = ", ".join(f"#{i}" for i in shared)
+        raise UsageError(
+            f"--baseline {args.baseline} and --candidate {args.candidate} hold the same "
+            f"result(s) {ids}: a run compared with itself is 1.00x by construction; give two "
+            "different runs (sweep or result ids: see `accelbench results`)"
+        )
 
 
 def exit_status(verdicts: list[str]) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from ..errors import StoreError
 from .mode_options import add_mode_options, mode_arg_values
 from .options import (
     Commands,
@@ -23,6 +24,7 @@ from .options import (
 from .output import db_path, emit_json, width
 
 if TYPE_CHECKING:
+    from ..store.db import Store
     from ..workflows.optimize import Assessment
     from ..workflows.optimize_plan import Ladder, OptimizeRequest, Searched
 
@@ -157,14 +159,34 @@ def handle(args: argparse.Namespace) -> int:
     ladder = plan_ladder(request_from(args))
     with Store(db_path(args)) as store:
         searched = run_ladder(ladder, store, quiet=args.quiet)
+        versus_run = _beside_run(store, ladder, searched)
     verdicts = searched.verdicts
     chosen = recommend(verdicts)
     if args.json:
-        emit_json(_report(searched, chosen, ladder, str(store.path)))
+        emit_json({**_report(searched, chosen, ladder, str(store.path)), "vs_run": versus_run})
     else:
         print(optimize_table(searched, chosen, ladder, width=width()), end="")
+        if versus_run:
+            print(versus_run)
     # A variant that fails is a finding of the search; only a failed baseline is a failure.
     return 0 if verdicts and verdicts[0].result.measurement is not None else 1
+
+
+def _beside_run(store: Store, ladder: Ladder, searched: Searched) -> str:
+    """fp32 eager beside `run`'s figure of the same configuration, where the store has one."""
+    from ..store.db import Filters
+    from ..workflows.optimize import beside_run
+
+    if not searched.verdicts:
+        return ""
+    base = searched.verdicts[0].result
+    spec = base.spec
+    same = Filters(workload=spec.workload, device=spec.device, mode=spec.mode, precision="fp32")
+    try:
+        stored = store.results(same, limit=200)
+    except StoreError:  # the comparison is an aside: the search stands without it
+        return ""
+    return beside_run(base, stored, ladder.workload.steps_per_block)
 
 
 def _report(searched: Searched, chosen: Assessment, ladder: Ladder, db: str) -> dict[str, Any]:

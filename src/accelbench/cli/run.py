@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.levels import DEFAULT_POLICY
+from ..core.levels import DEFAULT_POLICY, QUICK_ROUNDS, QUICK_SECONDS, QUICK_STEPS
 from ..core.modes import DEFAULT_MODE
 from ..core.vocab import BACKENDS, DEFAULT_WORKLOAD
 from ..errors import StoreError, UsageError
@@ -226,9 +226,19 @@ def profile_request(args: argparse.Namespace, always: bool = False) -> ProfileRe
 
 def _add_switches(timing: argparse._ArgumentGroup) -> None:
     timing.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a first look: {QUICK_ROUNDS} processes and {QUICK_SECONDS:g} s of timing in "
+        "all per configuration (unless --rounds, --max-rounds, --max-time or --epochs say "
+        f"otherwise), {QUICK_STEPS} step an it, no verdict probe, no latency; every result "
+        "carries the caveat "
+        "\"quick\"",
+    )
+    timing.add_argument(
         "--resume",
         action="store_true",
-        help="skip configurations of this same sweep already stored",
+        help="go on with the newest stored run of these same options, skipping what it "
+        "measured (without it, each run is a run of its own, with its own sweep id)",
     )
     timing.add_argument(
         "--max-batch",
@@ -312,20 +322,21 @@ def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
     """Run a checked plan, store it, and print its tables (and explanations) or its JSON."""
     from ..render.console import explanation_blocks, run_tables
     from ..store.db import Store, is_url
-    from ..workflows.benchmark import resumable, run_plan
+    from ..workflows.benchmark import resumable, resumed, run_plan
 
     resume = getattr(args, "resume", False)
     db = db_path(args)
     # refuse what cannot be resumed, writing nothing
     if resume and (is_url(db) or Path(db).is_file()):
         with Store(db, create=False) as stored:
+            checked = resumed(checked, stored)
             resumable(checked, stored)
     with Store(db) as store:
         results = run_plan(
             checked, store, resume=resume, quiet=args.quiet, on_elsewhere=_left_to_another
         )
         history = _placed(store, results)
-    sweep = checked.sweep.id
+    sweep = checked.id
     if args.json:
         emit_json(
             {

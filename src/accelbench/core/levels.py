@@ -28,6 +28,9 @@ from ..errors import UsageError
 __all__ = [
     "DEFAULT_POLICY",
     "MIN_PROCESSES",
+    "QUICK_ROUNDS",
+    "QUICK_SECONDS",
+    "QUICK_STEPS",
     "RoundPolicy",
     "Spread",
     "Interval",
@@ -162,3 +165,10 @@ class RoundPolicy:
 
 
 DEFAULT_POLICY = RoundPolicy()
+# A quick run's (`run --quick`): the fewest processes an interval across them needs, the
+# timed seconds in all, shared by a configuration's processes, and one step an it (seed-cnn's
+# it of 20 steps took 14 s on a 2-core VM at load 14: the warm-up alone, two its a process,
+# ran past any quick budget).
+QUICK_ROUNDS = 2
+QUICK_SECONDS = 1.0
+QUICK_STEPS = 1

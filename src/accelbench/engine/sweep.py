@@ -64,6 +64,7 @@ class Sweep:
     max_time: float | None = None
     warmup: int = 1
     mode_args: ModeArgValues = ()
+    steps_per_block: int | None = None  # None: the workload's (run --quick: one step an it)
 
     def values_of(self, lever: Lever) -> tuple[Value, ...]:
         return dict(self.levers).get(lever.name, (lever.default,))
@@ -78,6 +79,8 @@ class Sweep:
         del options["mode_args"]
         for option, values in self._asked_options():  # added since: out of the id unless set
             options[option.sweep_key] = list(values)
+        if options["steps_per_block"] is None:  # likewise
+            del options["steps_per_block"]
         for lever in all_levers():
             key, values = _ID_NAMES.get(lever.name, lever.name), self.values_of(lever)
             if key in _ALWAYS_IN_ID or values != (lever.default,):
@@ -134,7 +137,7 @@ class Sweep:
         ]
         specs = []
         for values in itertools.product(*(v for _, v in axes)):
-            spec = make_spec(workload, device)
+            spec = make_spec(workload, device, steps_per_block=self.steps_per_block)
             for (axis, _), value in zip(axes, values, strict=True):
                 if isinstance(axis, Lever):
                     spec = axis.assign(spec, value)

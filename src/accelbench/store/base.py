@@ -167,6 +167,9 @@ class Filters:
     sweep: str | None = None
     status: Status | None = None
     id: int | None = None
+    # Every run of the sweep whose options hash to this key (engine/sweep: `Sweep.id`): the
+    # key itself (stored before each run had an id of its own) or the key, "-", a run's suffix.
+    runs_of: str | None = None
 
     def __post_init__(self) -> None:
         """A word outside a closed vocabulary would select nothing, silently: say so."""
@@ -195,6 +198,9 @@ class Filters:
         if self.host:
             clauses.append(f"{host} = {mark}")
             params.append(self.host)
+        if self.runs_of:
+            clauses.append(f"(sweep = {mark} OR sweep LIKE {mark})")
+            params += [self.runs_of, f"{self.runs_of}-%"]
         return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
 
     def describe(self) -> str:

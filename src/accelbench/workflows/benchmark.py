@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -17,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.explanation import Explanation, ProfileRequest
-from ..analysis.facts import Rounds
+from ..analysis.facts import QUICK, Rounds
 from ..analysis.metrics import Analyzer
 from ..analysis.trust import Caveat, Trust, assess, with_trust
 from ..backends import check_installed, unsupported
-from ..core.levels import DEFAULT_POLICY, RoundPolicy
+from ..core.levels import DEFAULT_POLICY, QUICK_ROUNDS, QUICK_SECONDS, QUICK_STEPS, RoundPolicy
 from ..core.limits import count_problem, seconds_problem
 from ..core.modes import DEFAULT_MODE, all_modes, check_mode_args, check_options_apply, mode_names
 from ..core.result import Result, RunSpec, Value, machine_of
@@ -60,6 +61,7 @@ __all__ = [
     "plan",
     "run_plan",
     "resumable",
+    "resumed",
     "run_stored",
 ]
 
@@ -102,6 +104,10 @@ class BenchmarkRequest:
     rounds: int | None = None
     max_rounds: int | None = None  # None: DEFAULT_POLICY's
     min_gap: float = 0.0  # seconds between the starts of a configuration's processes, at least
+    # A first look (`run --quick`): QUICK_ROUNDS processes, QUICK_SECONDS of timing in all
+    # (where rounds, max_rounds, max_time or epochs leave them unset), one step an it, no
+    # verdict probe, no latency; each result carries the caveat "quick".
+    quick: bool = False
 
     def __post_init__(self) -> None:
         bad = [r for r in self.workloads if not isinstance(r, WorkloadRef)]
@@ -174,6 +180,28 @@ def _check_together(request: BenchmarkRequest) -> None:
         raise UsageError(f"--node-rank {request.node_rank} is not below --nnodes {request.nodes}")
 
 
+def quickened(request: BenchmarkRequest) -> tuple[BenchmarkRequest, str]:
+    """The request as a quick run measures it, and its caveat saying what that cut (the
+    request's own counts and seconds win over the quick ones); ("" for a full run)."""
+    if not request.quick:
+        return request, ""
+    rounds = request.rounds
+    if rounds is None and request.max_rounds is None:  # a process times one it at least
+        rounds = min(QUICK_ROUNDS, request.epochs or QUICK_ROUNDS)
+    max_time = request.max_time
+    if max_time is None and request.epochs is None:
+        max_time = QUICK_SECONDS
+    quick = replace(request, rounds=rounds, max_time=max_time, verdict=False, latency=False)
+    processes = f"{rounds} processes" if rounds else f"up to {request.max_rounds} processes"
+    timing = f"{max_time:g} s of timing in all" if max_time else f"{request.epochs} timed its"
+    caveat = (
+        f"quick (--quick): {processes}, {timing}, {QUICK_STEPS} step an it, no bottleneck "
+        "verdict, no batch-1 latency: a first look, not a figure to sign; run without --quick "
+        "for that"
+    )
+    return quick, caveat
+
+
 @dataclass(frozen=True)
 class Plan:
     sweep: Sweep
@@ -187,10 +215,32 @@ class Plan:
     profile: ProfileRequest | None = None
     latency: bool = True  # time inference at batch 1 too, one step a sample
     policy: RoundPolicy = DEFAULT_POLICY  # how many processes measure each configuration
+    run_id: str = ""  # this run's own sweep id (`new_run_id`), or the one --resume goes on with
+    quick: str = ""  # a quick run's caveat (`quickened`); "" for a full run
+
+    @property
+    def id(self) -> str:
+        """The sweep id its results are stored under."""
+        return self.run_id or self.sweep.id
+
+
+def new_run_id(key: str) -> str:
+    """A new run's sweep id: the options' key (`Sweep.id`, the same for the same command), then
+    a suffix of its own, so the same command run twice is two runs that the report and
+    `compare` show side by side; `--resume` finds the newest run of the key (`resumed`)."""
+    return f"{key}-{uuid.uuid4().hex[:6]}"
+
+
+def resumed(plan: Plan, store: Store) -> Plan:
+    """`plan` going on with the newest stored run of its options (one stored before runs had
+    ids of their own included); unchanged, a new run, where none is stored."""
+    newest = store.results(Filters(runs_of=plan.sweep.id), limit=1)
+    return replace(plan, run_id=newest[0].sweep) if newest else plan
 
 
 def plan(request: BenchmarkRequest) -> Plan:
     """Every configuration of the request, with its workloads loaded and devices resolved."""
+    request, quick = quickened(request)
     _check_words(request)
     launch = _launch(request)
     # a name given twice is one configuration, for the library as for the CLI
@@ -209,6 +259,7 @@ def plan(request: BenchmarkRequest) -> Plan:
         max_time=request.max_time,
         warmup=request.warmup,
         mode_args=tuple((name, tuple(values)) for name, values in request.mode_args.items()),
+        steps_per_block=QUICK_STEPS if request.quick else None,
     )
     configs = sweep.configs([workloads[r] for r in refs], devices)
     profile = _checked_profile(request.profile, configs)
@@ -224,6 +275,8 @@ def plan(request: BenchmarkRequest) -> Plan:
         profile=profile,
         latency=request.latency and not request.max_batch,
         policy=_policy(request, configs),
+        run_id=new_run_id(sweep.id),
+        quick=quick,
     )
 
 
@@ -314,13 +367,16 @@ def run_plan(
 ) -> list[Result]:
     """Run every configuration's processes (engine/rounds), interleaved pass by pass, saving
     each configuration's result as each of its processes lands; with `resume`, go on from
-    what this sweep stored (a configuration at the process it had reached), claiming each
-    configuration first, so that resumers running at once split the work: one another run
-    measures is left to it (`on_elsewhere(spec, holder)`), one a dead run held is taken over."""
+    what the newest run of these options stored (`resumed`; a configuration at the process it
+    had reached), claiming each configuration first, so that resumers running at once split
+    the work: one another run measures is left to it (`on_elsewhere(spec, holder)`), one a
+    dead run held is taken over."""
+    if resume:
+        plan = resumed(plan, store)
     stored = resumable(plan, store) if resume else {}
     todo = [p for p in (Progress(c, stored.get(c.spec)) for c in plan.configs) if not p.complete]
-    of_sweep = store.results(Filters(sweep=plan.sweep.id))
-    claims = _Claims(store, plan.sweep.id, _stale_after(plan)) if resume else None
+    of_sweep = store.results(Filters(sweep=plan.id))
+    claims = _Claims(store, plan.id, _stale_after(plan)) if resume else None
     measure = _Measure(plan, store, Analyzer(store.calibrations()))
     # Single-process results of this sweep, the baseline of the data-parallel efficiency.
     measure.singles.update({r.spec: r for r in of_sweep if resume})
@@ -359,18 +415,20 @@ class _Measure:
         self, progress: Progress, pass_no: int, on_block: Callable[[int, float], None]
     ) -> Result:
         result = _next_process(self.plan, progress, pass_no, on_block)
+        if self.plan.quick:  # before the caveats are assessed, which say it
+            result = replace(result, metrics={**result.metrics, QUICK.key: self.plan.quick})
         try:
             result = self._analyzed(result)
         except Exception as exc:  # the measurement stands: what failed after it is said with it
             result = _unanalyzed(result, exc)
-        return self.store.save(replace(result, sweep=self.plan.sweep.id))
+        return self.store.save(replace(result, sweep=self.plan.id))
 
     def _analyzed(self, result: Result) -> Result:
         """The measured result with what is derived from it: the analysis, the scaling and
         the caveats."""
         spec = result.spec
         try:
-            earlier = _earlier_runs(self.store, result, self.plan.sweep.id)
+            earlier = _earlier_runs(self.store, result, self.plan.id)
         except StoreError:
             # The store is away (a server restarting): what was measured is still kept, and
             # the save says where; only the check against earlier runs is left out.
@@ -460,8 +518,8 @@ def _earlier_runs(store: Store, result: Result, sweep: str) -> list[Result]:
 
 
 def _next_pass(stored: Iterable[Result]) -> int:
-    """The pass after every one stored in the sweep: the same command run again, or resumed,
-    numbers its passes on, so that compare pairs only processes that ran side by side."""
+    """The pass after every one stored in the sweep: a run resumed numbers its passes on, so
+    that compare pairs only processes that ran side by side."""
     passes = [n for r in stored for n in (r.facts.get_or_default(Rounds).passes)]
     return max(passes, default=0) + 1
 
@@ -505,12 +563,12 @@ def resumable(plan: Plan, store: Store) -> dict[RunSpec, Result]:
     accelbench that ran one process per configuration cannot be: its results say nothing of
     processes, so the rest would be measured differently."""
     stored: dict[RunSpec, Result] = {}
-    for result in store.results(Filters(sweep=plan.sweep.id)):  # newest first: they win
+    for result in store.results(Filters(sweep=plan.id)):  # newest first: they win
         stored.setdefault(result.spec, result)
     for result in stored.values():
         if result.facts.get(Rounds) is None:
             raise UsageError(
-                f"--resume: sweep {plan.sweep.id} was stored by an earlier accelbench, one "
+                f"--resume: sweep {plan.id} was stored by an earlier accelbench, one "
                 f"process per configuration (result #{result.id}); its results stay readable. "
                 "Run it again without --resume to measure it in several processes"
             )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..analysis.compare import Speedup, speedup
@@ -21,7 +21,7 @@ from ..analysis.verdict import Bottleneck
 from ..backends import code
 from ..core.limits import count_problem
 from ..core.modes import mode_of
-from ..core.result import Result, RunSpec
+from ..core.result import Result, RunSpec, machine_of
 from ..devices import Device
 from ..errors import UsageError
 from ..levers import active_levers, all_levers, find_lever, label
@@ -33,6 +33,7 @@ __all__ = [
     "Assessment",
     "Factor",
     "assess",
+    "beside_run",
     "gain_path",
     "gain_text",
     "levers_not_tried",
@@ -45,6 +46,42 @@ __all__ = [
 ]
 
 BASELINE = "fp32 eager"
+
+
+def beside_run(baseline: Result, stored: Sequence[Result], run_steps: int) -> str:
+    """fp32 eager against `run`'s newest result of the same configuration on the same machine
+    (its workload's `run_steps` steps an it), and why the two may differ (issue 37: 4,889
+    samples/s in `run`, 8,314 here, on a busy 2-core VM); "" where there is none."""
+    m = baseline.measurement
+    if m is None or baseline.samples_per_second is None:
+        return ""
+    target = replace(baseline.spec, steps_per_block=run_steps)
+    machine = machine_of(baseline.environment)
+    found = next(
+        (
+            r
+            for r in stored  # newest first
+            if r.spec == target
+            and r.sweep != baseline.sweep
+            and r.samples_per_second is not None
+            and r.measurement is not None
+            and machine_of(r.environment) == machine
+        ),
+        None,
+    )
+    if found is None or found.measurement is None or found.samples_per_second is None:
+        return ""
+    return (
+        f"{BASELINE} here, {baseline.samples_per_second:,.0f} samples/s, is "
+        f"{speedup(baseline, found).text()} of `run`'s result #{found.id} of this configuration "
+        f"on this machine ({found.samples_per_second:,.0f}, {found.created_at[:16]}): timed "
+        f"here {baseline.spec.steps_per_block} step(s) an it, {len(m.samples)} samples over "
+        f"{m.processes} process(es), now; there {run_steps} steps an it, "
+        f"{len(found.measurement.samples)} samples over {found.measurement.processes} "
+        "process(es), then. On a busy host the moment moves a figure more than the way it is "
+        "timed (each result's caveats say how busy); compare configurations measured in one "
+        "command"
+    )
 
 
 def _finite(value: object) -> bool:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...analysis.facts import LOADING, CoreMLFacts, Drift, Flops, Generation, OnnxRuntimeFacts
+from ...analysis.facts import (
+    LOADING,
+    CoreMLFacts,
+    Drift,
+    Flops,
+    Generation,
+    OnnxRuntimeFacts,
+    Probe,
+)
 from ...analysis.history import MIN_HISTORY, Placement
 from ...analysis.verdict import Bottleneck, decode_verdict
 from ...core.result import Result
@@ -15,6 +23,7 @@ from ...engine.facts import (
     P99_MIN_SAMPLES,
     PROBE_FAILURE,
     MaxBatchSearch,
+    Overhead,
     Parallel,
     percentiles,
 )
@@ -27,6 +36,7 @@ __all__ = [
     "generation_notes",
     "history_note",
     "onnxruntime_note",
+    "wall_note",
 ]
 
 
@@ -49,7 +59,9 @@ def derived_notes(r: Result) -> list[str]:
     if max_batch := metrics.get(MaxBatchSearch):
         notes.append(_max_batch_note(max_batch))
     if metrics.get(PROBE_FAILURE):
-        notes.append(f"no verdict: the smaller-batch probe failed: {metrics.get(PROBE_FAILURE)}")
+        notes.append(_probe_failure_note(r))
+    if (overhead := metrics.get(Overhead)) and (wall := wall_note(overhead, r)):
+        notes.append(wall)
     if drift := metrics.get(Drift):
         notes.append(drift_note(drift))
     if ort := metrics.get(OnnxRuntimeFacts):
@@ -68,6 +80,45 @@ def derived_notes(r: Result) -> list[str]:
 
 
 _UNITS = ("Neural Engine", "GPU", "CPU")
+
+
+# Where a configuration's wall time goes, in the order it is spent (engine/facts.Overhead).
+_PHASES = (
+    ("start_s", "start"),
+    ("import_s", "imports"),
+    ("setup_s", "set-up"),
+    ("warmup_s", "warm-up"),
+    ("timed_s", "timing"),
+    ("probe_s", "verdict probe"),
+    ("latency_s", "latency"),
+    ("drift_s", "drift check"),
+    ("profile_s", "profile"),
+    ("count_s", "FLOPs count"),
+)
+
+
+def wall_note(overhead: Overhead, r: Result) -> str:
+    """Where the configuration's wall time went, phase by phase, summed over its processes
+    (what `--json` stores as `overhead`); "" where the wall time was not recorded."""
+    if overhead.wall_s is None:
+        return ""
+    spent = [(name, getattr(overhead, key)) for key, name in _PHASES]
+    spent = [(name, s) for name, s in spent if s is not None]
+    rest = overhead.wall_s - sum(s for _, s in spent)
+    parts = [f"{name} {s:.1f} s" for name, s in spent]
+    if rest >= 0.05:  # the result's way back and each process's end
+        parts.append(f"the rest {rest:.1f} s")
+    processes = r.measurement.processes if r.measurement is not None else 1
+    over = f" over {processes} processes" if processes > 1 else ""
+    return f"wall time {overhead.wall_s:.1f} s{over}: {', '.join(parts)}"
+
+
+def _probe_failure_note(r: Result) -> str:
+    """A failed probe: no verdict, unless other processes' probes ran (the verdict counts them)."""
+    failure = r.facts.get(PROBE_FAILURE)
+    if r.facts.get(Probe) is None:
+        return f"no verdict: the smaller-batch probe failed: {failure}"
+    return f"the smaller-batch probe failed in a process ({failure}); the verdict counts the others"
 
 
 def coreml_note(coreml: CoreMLFacts, load_s: float | None) -> str:
