@@ -111,3 +111,16 @@ def test_rendering_stored_results_imports_no_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_the_legend_comes_once_after_every_workload_s_table():
+    """Issue 37 item 11: the ~600-character legend once per command, not under each table."""
+    from dataclasses import replace
+
+    other = replace(_result(), spec=RunSpec("mlp", "cpu", 64, 20, precision="bf16"))
+    text = run_tables([_result(), other], width=250)
+    assert text.count("accelbench: ") == 2  # a table per workload
+    legend = "it = the workload's steps per it on one fixed batch"
+    assert text.count(legend) == 1
+    assert text.rstrip().splitlines()[-1].startswith(legend)  # after the last table
+    assert run_tables([_result(status="oom")]).count(legend) == 0  # no figures: no legend
