@@ -33,6 +33,7 @@ from ..levers import default_groups
 from ..store.db import Store
 from ..workloads import Workload, WorkloadRef
 from ..workloads.llm import LanguageModel
+from . import inputs
 from .benchmark import open_store
 from .facts import OptimizeTag
 from .optimize import (
@@ -81,8 +82,9 @@ class OptimizeRequest:
     budget: float = DEFAULT_BUDGET  # seconds for the whole search
 
     def __post_init__(self) -> None:
-        if not isinstance(self.workload, WorkloadRef):
-            raise UsageError(f"workload takes a WorkloadRef, not {self.workload!r}")
+        # a workload by name, a lever group or several (workflows/inputs)
+        object.__setattr__(self, "workload", inputs.workload_ref("workload", self.workload))
+        object.__setattr__(self, "levers", inputs.names("levers", self.levers))
         if not isinstance(self.tolerance, Tolerance):
             raise UsageError(f"tolerance takes a Tolerance, not {self.tolerance!r}")
         for name in ("batch_size", "prompt_length", "new_tokens", "epochs", "warmup"):
@@ -252,7 +254,7 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
 
 
 def optimize(
-    request: OptimizeRequest, db: str | Path | None = None, quiet: bool = True
+    request: OptimizeRequest, *, db: str | Path | None = None, quiet: bool = True
 ) -> Searched:
     """`accelbench optimize` as a function: plan the search `request` asks for and run it,
     each variant in its own worker, stored in `db` as it lands (without `db`, in a scratch

@@ -34,11 +34,20 @@ LOSSES = ("cross-entropy", "mse")
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """How to feed and train a bare nn.Module."""
+    """How to feed and train a bare nn.Module (`--input-shape`, `--num-classes`, `--vocab-size`,
+    `--loss` on the command line): `ModelOptions(input_shape=(3, 32, 32), num_classes=10)`
+    feeds random float images of 3x32x32 and trains against 10 random classes.
+
+    input_shape: one sample's shape, without the batch (required for an nn.Module).
+    num_classes: the classifier's outputs; its loss is cross-entropy against random labels.
+    vocab_size: when set, the inputs are integer tokens in [0, vocab_size), not floats.
+    loss: "cross-entropy" (needs num_classes) or "mse" (against zeros of the output's shape).
+    batch_size: the batch when the request does not give one.
+    """
 
     input_shape: tuple[int, ...] | None = None
     num_classes: int | None = None
-    vocab_size: int | None = None  # when set, inputs are integer tokens in [0, vocab_size)
+    vocab_size: int | None = None
     loss: str = "cross-entropy"
     batch_size: int = 32
 
