@@ -308,6 +308,19 @@ def _run_rung(plan: Ladder, rung: Rung, timeout: float, probe: bool, step: Round
         result = run_isolated(
             rung.spec, plan.ref, step.stop, timeout, probe=probe, drift=True, process=step
         )
+        result = _said_of_budget(result, timeout, plan)
     if not result.environment:
         result = replace(result, environment=fingerprint(plan.device))
     return result
+
+
+def _said_of_budget(result: Result, timeout: float, plan: Ladder) -> Result:
+    """A variant stopped at what was left of the search's budget, not at the `--timeout` the
+    worker was given for it (which the user may never have set): said so."""
+    if result.status != "timeout" or timeout >= plan.timeout:
+        return result
+    why = (
+        f"no result within the {timeout:.3g} s left of the search's --budget "
+        f"{plan.budget:g} s; the worker was stopped"
+    )
+    return replace(result, error=why)
