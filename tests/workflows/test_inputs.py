@@ -57,6 +57,13 @@ def test_a_device_that_is_no_name_is_refused_saying_what_devices_takes():
         VerifyRequest(devices=())
 
 
+def test_no_mode_at_all_is_refused_not_a_sweep_of_nothing():
+    with pytest.raises(UsageError, match="modes takes at least one name, not ''"):
+        BenchmarkRequest(modes="")
+    with pytest.raises(UsageError, match=r"backends takes at least one name, not \(\)"):
+        BenchmarkRequest(backends=())
+
+
 def test_a_bare_module_is_refused_with_the_way_to_give_its_shape():
     from torch import nn
 

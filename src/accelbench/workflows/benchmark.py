@@ -122,6 +122,9 @@ def _take_library_forms(request: BenchmarkRequest) -> None:
     }
     for name in ("batch_sizes", "prompt_lengths", "new_tokens"):
         taken[name] = inputs.sizes(name, getattr(request, name))
+    for name in ("modes", "backends"):
+        if not taken[name]:  # no configuration at all: a sweep of nothing
+            raise UsageError(f"{name} takes at least one name, not {getattr(request, name)!r}")
     for name, value in taken.items():
         object.__setattr__(request, name, value)
 
@@ -541,7 +544,7 @@ def benchmark(
     if request is not None and not isinstance(request, BenchmarkRequest):
         raise UsageError(
             f"benchmark takes a BenchmarkRequest, not {type(request).__name__}: "
-            "benchmark(BenchmarkRequest(workloads=(WorkloadRef('seed-cnn'),), devices='cpu'))"
+            "benchmark(BenchmarkRequest(workloads='seed-cnn', devices='cpu'))"
         )
     return run_stored(plan(request or BenchmarkRequest()), db, resume=resume, quiet=quiet)
 
