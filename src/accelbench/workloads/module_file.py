@@ -11,6 +11,7 @@ no file) cannot be found there, so it is refused here with the route that works.
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import io
 import os
@@ -42,7 +43,7 @@ def {factory}():
 
 def module_folder() -> Path:
     """Where saved modules go: this user's folder in the temp folder."""
-    user = os.getuid() if hasattr(os, "getuid") else os.getlogin()
+    user = os.getuid() if hasattr(os, "getuid") else getpass.getuser()  # Windows: no uid
     return Path(tempfile.gettempdir()) / f"accelbench-modules-{user}"
 
 
