@@ -70,7 +70,7 @@ def test_a_bad_request_is_a_usage_error_before_anything_runs():
         ({"batch_size": 0}, "batch_size must be a whole number from 1 to 1,000,000,000, not 0"),
         ({"warmup": -1}, "warmup must be a whole number from 0 to 1,000,000,000, not -1"),
         ({"budget": 0}, "--budget must be a number of seconds above 0 and at most 604,800"),
-        ({"workload": "mlp"}, "workload takes a WorkloadRef, not 'mlp'"),
+        ({"workload": 3}, "workload takes a workload name"),
     ],
 )
 def test_an_optimize_request_checks_itself_as_it_is_made(fields, said):

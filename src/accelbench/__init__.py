@@ -28,7 +28,8 @@ _EXPORTS = {
     "verify": "workflows.verify",
     "VerifySettings": "workflows.verify:Settings",
     "VerifyRequest": "workflows.verify",
-    "compare": "analysis.compare",
+    "compare": "workflows.compare",
+    "ModelOptions": "workloads.custom",
     "Filters": "store.db",
     "WorkloadRef": "workloads",
     "benchmark": "workflows.benchmark",
@@ -82,6 +83,7 @@ __all__ = [
     "Lever",
     "Measurement",
     "MissingDependency",
+    "ModelOptions",
     "OptimizeRequest",
     "Result",
     "RunSpec",
@@ -131,7 +133,6 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # let type checkers and editors see the real names
-    from .analysis.compare import compare
     from .analysis.explanation import Explanation
     from .core.result import Result, RunSpec
     from .core.stats import Measurement
@@ -152,6 +153,7 @@ if TYPE_CHECKING:  # let type checkers and editors see the real names
     from .store.db import Filters, Store
     from .workflows.benchmark import BenchmarkRequest, benchmark
     from .workflows.calibrate import CalibrateRequest, Calibration, calibrate
+    from .workflows.compare import compare
     from .workflows.explain import explain
     from .workflows.export import Exported, ExportRequest, export
     from .workflows.optimize import Tolerance, recommend
@@ -159,3 +161,4 @@ if TYPE_CHECKING:  # let type checkers and editors see the real names
     from .workflows.verify import Settings as VerifySettings
     from .workflows.verify import VerifyRequest, verify
     from .workloads import Workload, WorkloadRef, get_workload, list_workloads, register
+    from .workloads.custom import ModelOptions

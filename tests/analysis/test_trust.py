@@ -153,3 +153,18 @@ def test_a_stored_profile_of_the_same_configuration_is_the_verdicts_first_witnes
         verdict.explanation
     )
     assert "the batch probe agrees" in verdict.explanation
+
+
+def test_a_count_of_cores_takes_the_noun_that_fits_it():
+    """Issue 37 item 11: "1 cores" no more; the figures themselves are unchanged."""
+    from accelbench.analysis.trust import machine_caveats
+
+    one = MachineState(seconds=2.0, cores=1, load_average_1m=1.5, other_cpu_cores=1.0)
+    texts = " | ".join(c.text for c in machine_caveats(one))
+    assert "other processes used 1 core during" in texts
+    assert "load average was 1.5 (this benchmark's threads included), above the 1 core:" in texts
+    two = MachineState(seconds=2.0, cores=16, other_cpu_cores=2.04, steal_cores=1.5)
+    texts = " | ".join(c.text for c in machine_caveats(two))
+    assert "other processes used 2 cores during" in texts
+    assert "other guests on 1.5 cores' worth" in texts
+    assert " 1 cores" not in texts

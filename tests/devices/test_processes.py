@@ -66,7 +66,7 @@ def test_the_busiest_are_named_with_a_command_only_where_the_tree_says_ours(tmp_
     assert after.stats[200].cpu_s == 2.0 and after.stats[300].name == "my job) (x"
     assert busiest(before, after, 2.0, 100, root=root) == (
         "pid 200 python3 (ours: python3 -m torch._inductor.w): 0.95 cores",
-        "pid 250 python3 (this interpreter, unrelated): 0.40 cores",  # no command line kept
+        "pid 250 python3 (same Python as this run, not started by it): 0.40 cores",  # no command
         "pid 300 my job) (x: 0.30 cores",  # another program's: its name only
     )
     top = busiest(before, after, 2.0, 200, root=root)  # seen from the child
@@ -145,7 +145,7 @@ def test_the_note_says_whose_the_cores_were():
     )  # fmt: skip
     (note,) = machine_state_notes(state)
     assert note.startswith(
-        "other processes used 1 cores during the timed samples (busiest: pid 200 python3 "
+        "other processes used 1 core during the timed samples (busiest: pid 200 python3 "
         "(ours: python3 -m x): 0.95 cores): "
     )
 

@@ -125,7 +125,7 @@ def test_export_is_a_function_returning_what_the_command_renders(tmp_path):
         ({"precision": "bf16"}, "unknown export precision 'bf16'; valid: fp32, fp16"),
         ({"compute_units": "GPU"}, "unknown export compute units 'GPU'; valid: ALL,"),
         ({"batch": 0}, "batch must be a positive integer, not 0"),
-        ({"workload": "mlp"}, "workload takes a WorkloadRef, not 'mlp'"),
+        ({"workload": 3}, "workload takes a workload name"),
         ({"timeout": float("inf")}, "timeout must be a finite number of seconds above 0, not inf"),
         ({"timeout": 0}, "timeout must be a finite number of seconds above 0, not 0"),
         ({"timeout": True}, "timeout must be a finite number of seconds above 0, not True"),

@@ -131,3 +131,36 @@ def test_a_probe_that_failed_in_one_process_does_not_say_there_is_no_verdict():
         "the smaller-batch probe failed in a process (RuntimeError: out of memory); the "
         "verdict counts the others"
     ]
+
+
+def test_the_legend_comes_once_after_every_workload_s_table():
+    """Issue 37 item 11: the ~600-character legend once per command, not under each table."""
+    from dataclasses import replace
+
+    other = replace(_result(), spec=RunSpec("mlp", "cpu", 64, 20, precision="bf16"))
+    text = run_tables([_result(), other], width=250)
+    assert text.count("accelbench: ") == 2  # a table per workload
+    legend = "it = the workload's steps per it on one fixed batch"
+    assert text.count(legend) == 1
+    assert text.rstrip().splitlines()[-1].startswith(legend)  # after the last table
+    assert run_tables([_result(status="oom")]).count(legend) == 0  # no figures: no legend
+
+
+def test_the_html_report_shows_the_verify_results_its_header_counts():
+    """Issue 37 item 11: "1 verify results (no timing)" was counted and never shown."""
+    from accelbench.analysis.facts import Verification
+    from accelbench.render.html import html_report
+
+    facts = Verification(verdict="ok", loss_curve=(2.1, 0.4), accuracy=0.953, is_baseline=True)
+    verified = Result(
+        spec=RunSpec("seed-cnn", "cpu", 64, 1, precision="fp32"),
+        status="ok",
+        environment={"device_model": "Test CPU", "host": "h"},
+        metrics=facts.to_metrics(),
+        id=8,
+    )
+    page = html_report([_result(), verified])
+    assert "1 verify results (no timing), listed under Verification" in page
+    section = page[page.index("<h2>Verification</h2>") :]
+    assert "95.3%" in section and "baseline" in section and "0.4" in section
+    assert "<h2>Verification</h2>" not in html_report([_result()])  # none: no section

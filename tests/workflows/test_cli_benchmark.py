@@ -66,8 +66,8 @@ def test_benchmark_runs_each_configuration_in_a_worker_and_stores_it(tmp_path):
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"modes": ("eval",)}, "unknown modes 'eval'; valid: train, infer"),
-        ({"backends": ("tvm",)}, "unknown backends 'tvm'; valid: torch, onnxruntime,"),
+        ({"modes": ("eval",)}, "modes: invalid value 'eval'; valid: train, infer"),
+        ({"backends": ("tvm",)}, "backends: invalid value 'tvm'; valid: torch, onnxruntime,"),
     ],
 )
 def test_benchmark_refuses_unknown_words_before_running(options, message):
@@ -105,7 +105,10 @@ def test_benchmark_refuses_unknown_words_before_running(options, message):
         ({"rounds": 2, "max_rounds": 4}, "--rounds 2 fixes the count; --max-rounds 4 caps"),
         ({"max_batch": True, "batch_sizes": (8,)}, "--max-batch searches the batch size"),
         ({"nodes": 2}, "--nnodes above 1 needs --rdzv-endpoint HOST:PORT"),
-        ({"workloads": ("mlp",)}, "workloads takes a tuple of WorkloadRef, not 'mlp'"),
+        ({"workloads": (3,)}, "workloads takes a workload name (such as 'seed-cnn' or"),
+        ({"modes": 3}, "modes takes a name, comma-separated names or a sequence of names, not 3"),
+        ({"backends": 3}, "backends takes a name, comma-separated names or a sequence of names"),
+        ({"levers": ("precision",)}, "levers takes a mapping of lever name to values, not"),
     ],
 )
 def test_a_benchmark_request_checks_itself_as_it_is_made(options, message):

@@ -175,14 +175,14 @@ def machine_caveats(state: MachineState | None, during: str = "the timed samples
     if other is not None and other > OTHER_CPU_WARN_CORES + slack:
         busiest = "; ".join(state.other_cpu_busiest)
         named = f" (busiest: {busiest})" if busiest else ""
-        text = f"other processes used {other:.2g} cores during {during}{named}: {NOISY}"
+        text = f"other processes used {_cores(other)} during {during}{named}: {NOISY}"
         out.append(Caveat("machine", text, other > OTHER_CPU_DECISIVE_CORES + slack))
     steal = state.steal_cores
     if steal is not None and steal > STEAL_WARN_CORES + slack:
         out.append(
             Caveat(
                 "machine",
-                f"the hypervisor ran other guests on {steal:.2g} cores' worth of this machine's "
+                f"the hypervisor ran other guests on {_cores(steal)}' worth of this machine's "
                 f"CPU time during {during}: {NOISY}",
                 steal > OTHER_CPU_DECISIVE_CORES + slack,
             )
@@ -193,6 +193,12 @@ def machine_caveats(state: MachineState | None, during: str = "the timed samples
     ]
 
 
+def _cores(count: float) -> str:
+    """ "1 core", "1.5 cores", "16 cores": two significant figures, and the noun to match."""
+    figure = f"{count:.2g}"
+    return f"{figure} core" if figure == "1" else f"{figure} cores"
+
+
 def _load_and_gpu(state: MachineState, during: str) -> list[Caveat]:
     out = []
     load, cores = state.load_average_1m, state.cores
@@ -201,7 +207,7 @@ def _load_and_gpu(state: MachineState, during: str) -> list[Caveat]:
             Caveat(
                 "machine",
                 f"the 1-minute load average was {load:.1f} (this benchmark's threads included), "
-                f"above the {cores} cores: {NOISY}",
+                f"above the {_cores(cores)}: {NOISY}",
                 decisive=True,
             )
         )

@@ -6,7 +6,7 @@ process's CPU time (getrusage counts only children that ended), so it is among t
 is named as ours, and our ancestors (the CLI that started a worker, its fork server) as such.
 Their command lines are kept where they run this same interpreter as this user, since the
 process tree proves them ours; no other process's is (it could hold secrets). One that runs our
-interpreter unrelated (a leftover of an earlier run?) is said to, by name only. Where /proc
+interpreter outside our tree (a leftover of an earlier run?) is said to, by name only. Where /proc
 cannot be read (macOS, Windows) nothing is named.
 """
 
@@ -142,7 +142,8 @@ def _describe(pid: int, cores: float, times: ProcessTimes, us: int, root: Path) 
         command = _command(pid, stat.started, root)
         whose += f": {command}" if command else ""
     elif our_python:
-        whose = "this interpreter, unrelated"  # a leftover of an earlier run?
+        # the same Python as accelbench, outside this run's tree: a leftover of an earlier run?
+        whose = "same Python as this run, not started by it"
     return f"pid {pid} {stat.name}{f' ({whose})' if whose else ''}: {cores:.2f} cores"
 
 

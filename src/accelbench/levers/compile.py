@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from ..core.modes import mode_of
@@ -16,6 +17,25 @@ if TYPE_CHECKING:
 # took 11 s (H200, BENCHMARKS.md): the search budgets it at ten times the stack it refines.
 AUTOTUNE_COST = 10.0
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+# Inductor imports torch.utils.cpp_extension to build its C++ kernels, and that module warns
+# "No CUDA runtime is found, using CUDA_HOME=..." whenever a CUDA toolkit is installed but no
+# CUDA device is usable: true, and irrelevant to a compile for the CPU (no CUDA kernel can be
+# built without a runtime anyway), yet it reached the user's terminal from every such worker.
+_CPP_EXTENSION_LOGGER = "torch.utils.cpp_extension"
+_NO_CUDA_RUNTIME = "No CUDA runtime is found"
+
+
+def _not_no_cuda_runtime(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith(_NO_CUDA_RUNTIME)
+
+
+def _quiet_cuda_home() -> None:
+    """Drop that one warning, and nothing else the module logs."""
+    logger = logging.getLogger(_CPP_EXTENSION_LOGGER)
+    if _not_no_cuda_runtime not in logger.filters:
+        logger.addFilter(_not_no_cuda_runtime)
 
 
 @register
@@ -59,6 +79,7 @@ class Compile(Lever):
     def apply_model(self, prep: Prepared, value: Value) -> None:
         import torch
 
+        _quiet_cuda_home()
         # Compilation happens lazily on the first call: in the first warm-up block.
         if mode_of(prep.spec).decodes:
             # The decode steps only, one shape each (dynamic=False: the prefill's shape must

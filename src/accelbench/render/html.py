@@ -20,6 +20,7 @@ from html import escape
 
 from ..analysis.compare import DEVICE, Speedup, compare
 from ..analysis.explanation import Explanation
+from ..analysis.facts import Verification
 from ..analysis.trust import trust_of
 from ..analysis.verdict import Bottleneck
 from ..core.result import Result, machine_of, utc_now
@@ -28,6 +29,7 @@ from ..engine.facts import P99_MIN_SAMPLES
 from ..levers import label
 from . import charts
 from .console.explain import explanation_lines
+from .console.verify import VERIFY_HEADERS, verify_cells
 from .rows import (
     EXPLAINED,
     HEADERS,
@@ -164,6 +166,7 @@ def html_report(results: Sequence[Result], title: str = "accelbench report") -> 
         _caveats(results),
         _charts(results),
         _explanations(results),
+        _verifications(results),
         _failures(results),
     ]
     body = "\n".join(s for s in sections if s)
@@ -189,7 +192,7 @@ def _counts(results: Sequence[Result]) -> str:
     if failed:
         parts.append(f"{failed} failed or unsupported, listed at the end")
     if other:
-        parts.append(f"{other} verify results (no timing)")
+        parts.append(f"{other} verify results (no timing), listed under Verification")
     return escape("; ".join(parts) + ".")
 
 
@@ -394,6 +397,22 @@ def _failures(results: Sequence[Result]) -> str:
         "<h2>Failed or unsupported</h2>"
         + _table(headers, rows)
         + _more(len(failed), "failed or unsupported results")
+    )
+
+
+def _verifications(results: Sequence[Result]) -> str:
+    """The verify results the header counts: each run as `accelbench verify` shows it."""
+    verified = [r for r in results if r.measurement is None and r.facts.get(Verification)]
+    if not verified:
+        return ""
+    rows = [
+        [(cell, "") for cell in (r.spec.workload, *verify_cells(r))]
+        for r in verified[:TABLE_ROWS]
+    ]
+    return (
+        "<h2>Verification</h2>"
+        + _table(("workload", *VERIFY_HEADERS), rows)
+        + _more(len(verified), "verify results")
     )
 
 

@@ -51,6 +51,7 @@ from ..errors import StoreError, UsageError, one_line
 from ..levers import all_levers, find_lever, label
 from ..store.db import Filters, Store
 from ..workloads import Workload, WorkloadRef
+from . import inputs
 
 __all__ = [
     "DEFAULT_WORKLOAD",
@@ -110,14 +111,36 @@ class BenchmarkRequest:
     quick: bool = False
 
     def __post_init__(self) -> None:
-        bad = [r for r in self.workloads if not isinstance(r, WorkloadRef)]
-        if bad or not isinstance(self.workloads, tuple):
-            shown = bad[0] if bad else self.workloads
-            raise UsageError(f"workloads takes a tuple of WorkloadRef, not {shown!r}")
+        _take_library_forms(self)
         _check_counts(self)
         _check_levers(self.levers)
         _check_mode_args(self.modes, self.mode_args)
         _check_together(self)
+
+
+def _take_library_forms(request: BenchmarkRequest) -> None:
+    """A name or a sequence where a list is meant, a workload by name (workflows/inputs), in
+    the request's own types; the frozen request is set once, here, as it is made."""
+    taken: dict[str, object] = {
+        "workloads": inputs.workload_refs("workloads", request.workloads),
+        "devices": inputs.device_names("devices", request.devices),
+        "modes": inputs.names("modes", request.modes),
+        "backends": inputs.names("backends", request.backends),
+        "levers": _lever_values(request.levers),
+    }
+    for name in ("batch_sizes", "prompt_lengths", "new_tokens"):
+        taken[name] = inputs.sizes(name, getattr(request, name))
+    for name in ("modes", "backends"):
+        if not taken[name]:  # no configuration at all: a sweep of nothing
+            raise UsageError(f"{name} takes at least one name, not {getattr(request, name)!r}")
+    for name, value in taken.items():
+        object.__setattr__(request, name, value)
+
+
+def _lever_values(levers: object) -> dict[str, tuple[Value, ...]]:
+    if not isinstance(levers, Mapping):
+        raise UsageError(f"levers takes a mapping of lever name to values, not {levers!r}")
+    return {name: inputs.settable(values) for name, values in levers.items()}
 
 
 def _check_counts(request: BenchmarkRequest) -> None:
@@ -336,7 +359,10 @@ def _check_words(request: BenchmarkRequest) -> None:
     ):
         unknown = [value for value in given if value not in valid]
         if unknown:
-            raise UsageError(f"unknown {option} {unknown[0]!r}; valid: {', '.join(valid)}")
+            # in the words of the command's --modes and --backends
+            raise UsageError(
+                f"{option}: invalid value {unknown[0]!r}; valid: {', '.join(valid)}"
+            )
     check_installed(request.backends)  # before anything is measured
 
 
@@ -590,7 +616,7 @@ def benchmark(
     if request is not None and not isinstance(request, BenchmarkRequest):
         raise UsageError(
             f"benchmark takes a BenchmarkRequest, not {type(request).__name__}: "
-            "benchmark(BenchmarkRequest(workloads=(WorkloadRef('seed-cnn'),), devices='cpu'))"
+            "benchmark(BenchmarkRequest(workloads='seed-cnn', devices='cpu'))"
         )
     return run_stored(plan(request or BenchmarkRequest()), db, resume=resume, quiet=quiet)
 

@@ -14,6 +14,7 @@ from ..core.limits import count_problem
 from ..core.peaks import PeakFigures
 from ..core.vocab import CALIBRATED_PRECISIONS, Precision
 from ..errors import UsageError
+from . import inputs
 
 __all__ = ["CalibrateRequest", "Calibration", "calibrate"]
 
@@ -29,6 +30,9 @@ class CalibrateRequest:
     repeats: int = 10  # timed products (and copies) a figure is the median of
 
     def __post_init__(self) -> None:
+        # a device or precision, or several (workflows/inputs)
+        object.__setattr__(self, "devices", inputs.device_names("devices", self.devices))
+        object.__setattr__(self, "precisions", inputs.names("precisions", self.precisions))
         unknown = [p for p in self.precisions if p not in CALIBRATED_PRECISIONS]
         if unknown or not self.precisions:
             shown = repr(unknown[0]) if unknown else "none"

@@ -50,7 +50,7 @@ def explain(request: BenchmarkRequest, *, db: str | Path | None = None) -> Expla
     if not isinstance(request, BenchmarkRequest):
         raise UsageError(
             "explain takes a BenchmarkRequest naming one configuration, e.g. "
-            "explain(BenchmarkRequest(workloads=(WorkloadRef('seed-cnn'),), devices='cuda'))"
+            "explain(BenchmarkRequest(workloads='seed-cnn', devices='cuda'))"
         )
     if request.devices == "best":
         from ..devices import pick_device

@@ -27,6 +27,7 @@ from ..core.vocab import (
 )
 from ..errors import UsageError, WorkloadError
 from ..workloads import WorkloadRef
+from . import inputs
 
 if TYPE_CHECKING:
     from ..exporters import ExportReport
@@ -54,8 +55,9 @@ class ExportRequest:
     timeout: float = DEFAULT_TIMEOUT_S  # seconds the export's worker may take once ready
 
     def __post_init__(self) -> None:
-        if not isinstance(self.workload, WorkloadRef):
-            raise UsageError(f"workload takes a WorkloadRef, not {self.workload!r}")
+        # a workload by name, a target or several (workflows/inputs)
+        object.__setattr__(self, "workload", inputs.workload_ref("workload", self.workload))
+        object.__setattr__(self, "targets", inputs.names("targets", self.targets))
         for name, values, valid in (
             ("target", self.targets, EXPORT_TARGETS),
             ("precision", (self.precision,), EXPORT_PRECISIONS),

@@ -31,6 +31,7 @@ from ..errors import AccelbenchError, UsageError
 from ..levers import default_groups
 from ..store.db import Store
 from ..workloads import Workload, WorkloadRef
+from . import inputs
 from .benchmark import open_store
 from .facts import OptimizeTag
 from .optimize import (
@@ -80,8 +81,9 @@ class OptimizeRequest:
     budget: float = DEFAULT_BUDGET  # seconds for the whole search
 
     def __post_init__(self) -> None:
-        if not isinstance(self.workload, WorkloadRef):
-            raise UsageError(f"workload takes a WorkloadRef, not {self.workload!r}")
+        # a workload by name, a lever group or several (workflows/inputs)
+        object.__setattr__(self, "workload", inputs.workload_ref("workload", self.workload))
+        object.__setattr__(self, "levers", inputs.names("levers", self.levers))
         if not isinstance(self.tolerance, Tolerance):
             raise UsageError(f"tolerance takes a Tolerance, not {self.tolerance!r}")
         for name in ("batch_size", "epochs", "warmup"):
@@ -248,7 +250,7 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
 
 
 def optimize(
-    request: OptimizeRequest, db: str | Path | None = None, quiet: bool = True
+    request: OptimizeRequest, *, db: str | Path | None = None, quiet: bool = True
 ) -> Searched:
     """`accelbench optimize` as a function: plan the search `request` asks for and run it,
     each variant in its own worker, stored in `db` as it lands (without `db`, in a scratch
@@ -302,6 +304,19 @@ def _run_rung(plan: Ladder, rung: Rung, timeout: float, probe: bool, step: Round
         result = run_isolated(
             rung.spec, plan.ref, step.stop, timeout, probe=probe, drift=True, process=step
         )
+        result = _said_of_budget(result, timeout, plan)
     if not result.environment:
         result = replace(result, environment=fingerprint(plan.device))
     return result
+
+
+def _said_of_budget(result: Result, timeout: float, plan: Ladder) -> Result:
+    """A variant stopped at what was left of the search's budget, not at the `--timeout` the
+    worker was given for it (which the user may never have set): said so."""
+    if result.status != "timeout" or timeout >= plan.timeout:
+        return result
+    why = (
+        f"no result within the {timeout:.3g} s left of the search's --budget "
+        f"{plan.budget:g} s; the worker was stopped"
+    )
+    return replace(result, error=why)

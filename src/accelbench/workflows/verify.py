@@ -62,6 +62,7 @@ from ..errors import AccelbenchError, UsageError, one_line, require
 from ..levers import unsupported_reason
 from ..modes.train import Train, train_function
 from ..workloads import Workload, WorkloadRef, load_workload
+from . import inputs
 
 __all__ = [
     "BASELINE",
@@ -463,8 +464,10 @@ class VerifyRequest:
     timeout: float = DEFAULT_TIMEOUT_S  # seconds, for each device and precision's worker
 
     def __post_init__(self) -> None:
-        if not isinstance(self.workload, WorkloadRef):
-            raise UsageError(f"workload takes a WorkloadRef, not {self.workload!r}")
+        # a workload by name, a device or precision or several (workflows/inputs)
+        object.__setattr__(self, "workload", inputs.workload_ref("workload", self.workload))
+        object.__setattr__(self, "devices", inputs.device_names("devices", self.devices))
+        object.__setattr__(self, "precisions", inputs.names("precisions", self.precisions))
         bad = [p for p in self.precisions if p not in PRECISIONS]
         if bad or not self.precisions:
             shown = bad[0] if bad else "none"

@@ -56,10 +56,20 @@ def get_workload(name: str) -> Workload:
 @dataclass(frozen=True)
 class WorkloadRef:
     """How to find a workload again in another process: a registered name, or a custom model
-    reference (FILE.py:factory or package.module:factory) with its options."""
+    reference (FILE.py:factory or package.module:factory) with its options, or an nn.Module
+    object (`from_module`)."""
 
     name: str
     options: object = None  # a workloads.custom.ModelOptions for a custom nn.Module
+
+    @classmethod
+    def from_module(cls, model: object, options: object) -> WorkloadRef:
+        """An nn.Module object with its `ModelOptions` (the input shape of one sample, its
+        classes or loss): pickled into the temp folder, so that, like every model of the
+        user's, it runs in worker processes (workloads/module_file)."""
+        from .module_file import save_module
+
+        return cls(save_module(model, options), options)
 
     @property
     def custom(self) -> bool:

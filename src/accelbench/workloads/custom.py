@@ -48,13 +48,20 @@ SHAPES_HINT = "one shape per input: --input-shape 3x224x224,4 or image=3x224x224
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """How to call the factory, and how to feed and train the bare nn.Module it returns.
+    """How to call the factory, and how to feed and train the bare nn.Module it returns
+    (`--input-shape`, `--num-classes`, `--vocab-size`, `--loss`, `--model-arg` on the command
+    line): `ModelOptions(input_shape=(3, 32, 32), num_classes=10)` feeds random float images of
+    3x32x32 and trains against 10 random classes.
 
-    `input_shape` is the one input's shape per sample; a forward that takes several tensors
-    has `input_shapes`, one per input, given to it in order (`forward(image, meta)`) or, with
-    `input_names`, by name (`forward(image=..., meta=...)`). `factory_args` are the keyword
-    arguments the factory is called with, each value as written (`("depth", "18")`): a Python
-    literal where it parses as one, else the text itself.
+    input_shape: one sample's shape, without the batch (required for an nn.Module).
+    input_shapes: a forward that takes several tensors: one shape per input, given to it in
+        order (`forward(image, meta)`) or, with `input_names`, by name.
+    num_classes: the classifier's outputs; its loss is cross-entropy against random labels.
+    vocab_size: when set, the first input is integer tokens in [0, vocab_size), not floats.
+    loss: "cross-entropy" (needs num_classes) or "mse" (against zeros of the output's shape).
+    batch_size: the batch when the request does not give one.
+    factory_args: the keyword arguments the factory is called with, each value as written
+        (`("depth", "18")`): a Python literal where it parses as one, else the text itself.
     """
 
     input_shape: tuple[int, ...] | None = None

@@ -40,13 +40,17 @@ _RUN_HEADERS = (
 def run_tables(
     results: Sequence[Result], width: int = 120, history: Mapping[str, Placement] | None = None
 ) -> str:
-    """Seed 000's table, done right: one table per workload, a row per configuration;
-    `history`, by uid, where each run landed against its configuration's earlier runs."""
+    """Seed 000's table, done right: one table per workload, a row per configuration, each
+    with its notes; `history`, by uid, where each run landed against its configuration's
+    earlier runs. The legend of the columns, the same for every table, comes once, last."""
     by_workload: dict[str, list[Result]] = {}
     for r in results:
         by_workload.setdefault(r.spec.workload, []).append(r)
     placed = history or {}
-    return "".join(_run_table(name, rows, width, placed) for name, rows in by_workload.items())
+    tables = "".join(_run_table(name, rows, width, placed) for name, rows in by_workload.items())
+    headers = {h for rows in by_workload.values() for h in _headers(rows)}
+    legend = _legend(results, tuple(headers))
+    return tables + (f"{legend}\n" if legend else "")
 
 
 def _run_table(
@@ -79,7 +83,7 @@ def _run_table(
             notes.setdefault(note, []).append(who)
         for note in _device_notes(r):
             notes.setdefault(note, []).append(r.spec.device)
-    lines = [_legend(results, headers)]
+    lines = []
     for note, whos in notes.items():
         unique = list(dict.fromkeys(whos))
         lines.append(f"{'all' if len(whos) == len(results) else '; '.join(unique)}: {note}")

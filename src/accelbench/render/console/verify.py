@@ -8,9 +8,9 @@ from ...analysis.facts import LEFT_RUNNING, UNCHECKED, Verification
 from ...core.result import Result
 from .table import new_table, render_table
 
-__all__ = ["verify_table"]
+__all__ = ["VERIFY_HEADERS", "verify_cells", "verify_table"]
 
-_VERIFY_HEADERS = (
+VERIFY_HEADERS = _VERIFY_HEADERS = (
     "device",
     "precision",
     "final loss",
@@ -42,6 +42,12 @@ def verify_table(results: Sequence[Result], notes: Sequence[str] = (), width: in
     if curves:
         said += ["loss per epoch:", *curves]
     return render_table(table, said, width)
+
+
+def verify_cells(r: Result) -> list[str]:
+    """A verify result's row, as its table shows it (VERIFY_HEADERS)."""
+    facts = r.facts.get(Verification) or Verification()
+    return [r.spec.device, r.spec.precision, *_verify_cells(r, facts)]
 
 
 def _verify_cells(r: Result, facts: Verification) -> list[str]:
