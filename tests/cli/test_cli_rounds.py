@@ -51,7 +51,7 @@ def test_a_command_run_again_is_a_run_of_its_own_and_compare_shows_both(tmp_path
     assert [older.sweep, newer.sweep] == sweeps and older.sweep != newer.sweep
     assert older.sweep.split("-")[0] == newer.sweep.split("-")[0]  # the options' key
     assert older.facts.get(Rounds).passes == newer.facts.get(Rounds).passes == (1, 2)
-    resumed = run_cli("run", *FAST, "--epochs", "2", "--json", "--db", str(db), "--resume")
+    resumed = run_cli("run", *FAST, "--blocks", "2", "--json", "--db", str(db), "--resume")
     assert json.loads(resumed.stdout) == {"db": str(db), "sweep": sweeps[1], "results": []}
     shown = json.loads(run_cli("compare", "--json", "--db", str(db)).stdout)
     assert [(row["by"], row["value"], row["baseline_id"]) for row in shown] == [

@@ -210,7 +210,7 @@ def test_quick_plans_two_processes_one_second_one_step_an_it_and_no_probe():
     assert checked.policy.fixed == 2 and not checked.verdict and not checked.latency
     assert checked.quick.startswith("quick (--quick): 2 processes, 1 s of timing in all")
     # the user's own counts and seconds win; what quick cut still says so
-    own = plan(_run_request("mlp", "--devices", "cpu", "--quick", "--epochs", "6", "--rounds", "3"))
+    own = plan(_run_request("mlp", "--devices", "cpu", "--quick", "--blocks", "6", "--rounds", "3"))
     assert own.policy.fixed == 3 and own.configs[0].stop.blocks == 6
     assert own.quick.startswith("quick (--quick): 3 processes, 6 timed its,")
     # a full run's sweep key is what it was: quick's one step an it is a sweep of its own

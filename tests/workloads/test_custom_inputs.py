@@ -91,7 +91,7 @@ def _run(db, *options):
         *options,
         "--devices",
         "cpu",
-        "--epochs",
+        "--blocks",
         "2",
         "--rounds",
         "1",

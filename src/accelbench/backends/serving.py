@@ -275,13 +275,15 @@ def forward_batches(prep: Prepared, graphs: bool) -> Callable[[int], None]:
     them before a test: no copy from the host is timed)."""
     import torch
 
+    from ..workloads.inputs import first_samples
+
     inputs, model, workload, device = prep.batch[0], prep.model, prep.workload, prep.device
     steps: dict[int, Callable[[], None]] = {}
 
     def step_of(size: int) -> Callable[[], None]:
         def step() -> None:
             with torch.inference_mode(), prep.autocast():
-                workload.forward(model, inputs[:size])
+                workload.forward(model, first_samples(inputs, size))
 
         return device.capture_graph(step) if graphs else step
 

@@ -229,7 +229,7 @@ def _add_switches(timing: argparse._ArgumentGroup) -> None:
         "--quick",
         action="store_true",
         help=f"a first look: {QUICK_ROUNDS} processes and {QUICK_SECONDS:g} s of timing in "
-        "all per configuration (unless --rounds, --max-rounds, --max-time or --epochs say "
+        "all per configuration (unless --rounds, --max-rounds, --max-time or --blocks say "
         f"otherwise), {QUICK_STEPS} step an it, no verdict probe, no latency; every result "
         "carries the caveat "
         "\"quick\"",
