@@ -5,6 +5,8 @@ at a p99 bound, per configuration, each served in a worker (engine/serve_worker)
     python3 benchmarks/serve_suite.py h200 OUTDIR     resnet50 bf16 channels_last and seed-cnn,
                                                       eager and with CUDA graphs per batch size,
                                                       and resnet50 with LoadGen in its process
+    python3 benchmarks/serve_suite.py ab15 OUTDIR     resnet50 with CUDA graphs at p99 <= 15 ms,
+                                                      LoadGen in its own process, then in the model's
 
 Writes OUTDIR/serve_SUITE.txt (one block a configuration), serve_SUITE.json (every figure)
 and serve_SUITE_summaries.txt (LoadGen's own summary of every run).
@@ -53,6 +55,14 @@ SUITES = {
         (_spec("seed-cnn", "cuda", "fp32"), SEPARATE),
         (_spec("seed-cnn", "cuda", "fp32", cuda_graphs=True), SEPARATE),
         (RESNET, IN_PROCESS),
+    ],
+    # what LoadGen's process of its own buys, at a bound both ways can meet
+    "ab15": [
+        (_spec("resnet50", "cuda", "bf16", channels_last=True, cuda_graphs=True), settings)
+        for settings in (
+            ServeSettings(latency_bound_s=0.015),
+            ServeSettings(latency_bound_s=0.015, loadgen_in_process=True),
+        )
     ],
 }
 

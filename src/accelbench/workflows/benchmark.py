@@ -127,9 +127,9 @@ def _take_library_forms(request: BenchmarkRequest) -> None:
         "modes": inputs.names("modes", request.modes),
         "backends": inputs.names("backends", request.backends),
         "levers": _lever_values(request.levers),
+        "mode_args": _lever_values(request.mode_args, "mode_args", "option"),
+        "batch_sizes": inputs.sizes("batch_sizes", request.batch_sizes),
     }
-    for name in ("batch_sizes", "prompt_lengths", "new_tokens"):
-        taken[name] = inputs.sizes(name, getattr(request, name))
     for name in ("modes", "backends"):
         if not taken[name]:  # no configuration at all: a sweep of nothing
             raise UsageError(f"{name} takes at least one name, not {getattr(request, name)!r}")
@@ -137,9 +137,12 @@ def _take_library_forms(request: BenchmarkRequest) -> None:
         object.__setattr__(request, name, value)
 
 
-def _lever_values(levers: object) -> dict[str, tuple[Value, ...]]:
+def _lever_values(
+    levers: object, field: str = "levers", what: str = "lever"
+) -> dict[str, tuple[Value, ...]]:
+    """A lever's (or a mode option's) values: one value, or a sequence of values to try."""
     if not isinstance(levers, Mapping):
-        raise UsageError(f"levers takes a mapping of lever name to values, not {levers!r}")
+        raise UsageError(f"{field} takes a mapping of {what} name to values, not {levers!r}")
     return {name: inputs.settable(values) for name, values in levers.items()}
 
 
