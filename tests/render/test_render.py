@@ -164,3 +164,23 @@ def test_the_html_report_shows_the_verify_results_its_header_counts():
     section = page[page.index("<h2>Verification</h2>") :]
     assert "95.3%" in section and "baseline" in section and "0.4" in section
     assert "<h2>Verification</h2>" not in html_report([_result()])  # none: no section
+
+
+def test_a_serve_row_leaves_out_it_s_and_step_time_and_says_what_its_figure_is():
+    """A mode that measures on its own (serve: LoadGen's figure, one sample a process) has no
+    it or step: its row must not show the seconds a block would take at that rate as one."""
+    from dataclasses import replace
+
+    import accelbench.modes  # noqa: F401  (registers serve)
+
+    looped = _result()
+    served = replace(looped, spec=replace(looped.spec, mode="serve"), id=8)
+    text = run_tables([looped, served], width=300)
+    rows = [line for line in text.splitlines() if line.startswith("│ cpu")]
+    assert len(rows) == 2
+    step_time = _header_cells(text).index("step time")
+    cells = [[c.strip() for c in row.strip("│").split("│")] for row in rows]
+    assert cells[0][step_time] != "—" and cells[1][step_time] == "—"
+    assert cells[1][_header_cells(text).index("it/s")] == "—"
+    assert "For serve, samples/s is the scenario's figure" in text
+    assert "For serve" not in run_tables([looped], width=300)

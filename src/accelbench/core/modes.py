@@ -59,6 +59,9 @@ class Mode:
     forward_only: bool = False
     # The bottleneck verdict's probe (the step at a smaller batch, in alternation) applies.
     probes: bool = True
+    # Its rate comes from the closed loop's timed its (it/s and step time mean something);
+    # False for a mode that measures on its own (`measure`): the table leaves them out.
+    closed_loop: bool = True
     # What the rate counts where it is not samples ("tokens/s"); shown beside the figure.
     rate_unit: str = ""
     # Its own parameters (core/mode_options): `run`'s and `optimize`'s options, the sweep's

@@ -15,6 +15,7 @@ from ..core.mode_options import Count, ModeOption
 from ..core.modes import Mode, register_mode
 from ..core.result import RunSpec, Value
 from ..errors import WorkloadError
+from .infer import Infer
 
 if TYPE_CHECKING:
     from ..backends.serving import ScenarioRun, ServeReport
@@ -137,6 +138,7 @@ class Serve(Mode):
     name = "serve"
     help = "MLPerf LoadGen's queries answered by dynamic batches (accelbench[serve])"
     probes = False  # the rate is LoadGen's, not a closed loop's step
+    closed_loop = False  # no it/s or step time: one sample a process, the scenario's figure
     options = (SCENARIO, LATENCY_BOUND, MAX_BATCH, BATCH_WAIT)
 
     def inputs(self, spec: RunSpec, workload: Any, generator: Any) -> Any:
@@ -144,11 +146,10 @@ class Serve(Mode):
         return workload.make_batch(generator, MAX_BATCH.of(spec))
 
     def build_step(self, prep: Prepared) -> Callable[[], None]:
-        from ..backends.serving import forward_batches
-
-        run_batch = forward_batches(prep, graphs=False)
-        size = MAX_BATCH.of(prep.spec)
-        return lambda: run_batch(size)
+        """Infer's step on the largest batch, not synchronized inside: the cuda_graphs lever
+        captures this step, and a synchronize within a capture breaks it (and, on CUDA, every
+        capture after it)."""
+        return Infer.build_step(self, prep)  # type: ignore[arg-type]
 
     def check_args(self, spec: RunSpec, workload: Any) -> None:
         """LoadGen must be there: one line naming the extra, before any worker starts."""

@@ -8,6 +8,7 @@ from dataclasses import replace
 from ...analysis.facts import Flops, Generation
 from ...analysis.history import Placement
 from ...analysis.trust import trust_of
+from ...core.modes import mode_of
 from ...core.result import Result
 from ...devices.kinds import BASELINE_DEVICE, is_baseline
 from ...devices.power import POWER_MISSING
@@ -150,12 +151,13 @@ def _figures(r: Result, cpu_rate: float | None, unit: str = "") -> dict[str, str
     per = r.samples_per_block  # the interval is on the figure read: samples/s
     tpot = g.tpot_median_s if g else None
     rate = number(m.rate.median * per) + unit
+    looped = mode_of(r.spec).closed_loop  # else its one sample a process is not an it
     return {
         "samples/s": rate,
         "95% CI": interval(m.rate, per),
         "IQR": number(m.rate.iqr * per),
-        "it/s": number(m.rate.median),
-        "step time": format_seconds(m.time.median / r.spec.steps_per_block),
+        "it/s": number(m.rate.median) if looped else "—",
+        "step time": format_seconds(m.time.median / r.spec.steps_per_block) if looped else "—",
         "TTFT": format_seconds(g.prefill_median_s) if g else "—",
         "TPOT": format_seconds(tpot) if tpot is not None else "—",
         "TFLOP/s": number(flops.achieved / 1e12) if flops.achieved is not None else "—",
@@ -178,6 +180,13 @@ def _legend(results: Sequence[Result], headers: Sequence[str]) -> str:
             "medians of the generations' time to first token and time per output token (the "
             "first excluded), defined in the notes; TFLOP/s and MFU are the prefill's, in the "
             "notes."
+        )
+    if not all(mode_of(r.spec).closed_loop for r in results):
+        generate += (
+            " For serve, samples/s is the scenario's figure under MLPerf LoadGen (server: the "
+            "highest QPS LoadGen judged VALID at the p99 bound; offline: its throughput; "
+            "singlestream: 1 / its p90 latency), one figure a process; it/s and step time do "
+            "not apply, and TFLOP/s is the FLOPs of the samples served per second."
         )
     return (
         "it = the workload's steps per it on one fixed batch, timed in several processes; "
