@@ -6,7 +6,7 @@ at a p99 bound, per configuration, each served in a worker (engine/serve_worker)
                                                       eager and with CUDA graphs per batch size,
                                                       and resnet50 with LoadGen in its process
     python3 benchmarks/serve_suite.py ab15 OUTDIR     resnet50 with CUDA graphs at p99 <= 15 ms,
-                                                      LoadGen in its own process, then in the model's
+                                                      LoadGen apart, then in the model's process
 
 Writes OUTDIR/serve_SUITE.txt (one block a configuration), serve_SUITE.json (every figure)
 and serve_SUITE_summaries.txt (LoadGen's own summary of every run).

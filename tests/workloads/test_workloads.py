@@ -91,7 +91,7 @@ def test_duplicate_registration_is_an_error():
     ("options", "said"),
     [
         ({"precision": "fp8"}, "unknown precision 'fp8'; valid: fp32, tf32, fp16, bf16, int8"),
-        ({"mode": "serve"}, "unknown mode 'serve'; valid: train, infer, generate"),
+        ({"mode": "stream"}, "unknown mode 'stream'; valid: train, infer, generate, serve"),
         ({"backend": "tvm"}, "unknown backend 'tvm'; valid: torch, onnxruntime"),
         ({"batch_size": 0}, "batch_size must be a positive integer, not 0"),
         ({"batch_size": True}, "batch_size must be a positive integer, not True"),

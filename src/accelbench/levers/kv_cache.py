@@ -55,7 +55,10 @@ class KVCache(Lever):
         prep.kv_cache = static_cache(prep.model, prep.spec.batch_size, length)
 
     def code(self, spec: RunSpec, device: Device) -> list[str]:
-        length = _sequence_length(spec)
+        try:
+            length: int | str = _sequence_length(spec)
+        except ValueError:  # a configuration without its lengths yet: the user's own
+            length = "PROMPT_LENGTH + NEW_TOKENS"
         return [
             f"cache = transformers.StaticCache(config=model.config, max_cache_len={length})",
             "# pass cache=cache (past_key_values= before transformers 5.2x, with "

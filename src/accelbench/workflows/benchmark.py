@@ -259,9 +259,10 @@ def new_run_id(key: str) -> str:
 
 def resumed(plan: Plan, store: Store) -> Plan:
     """`plan` going on with the newest stored run of its options (one stored before runs had
-    ids of their own included); unchanged, a new run, where none is stored."""
+    ids of their own included). Where none is stored, the run's id is the options' key itself,
+    not a new one: resumers started at once must find one sweep to split between them."""
     newest = store.results(Filters(runs_of=plan.sweep.id), limit=1)
-    return replace(plan, run_id=newest[0].sweep) if newest else plan
+    return replace(plan, run_id=newest[0].sweep if newest else plan.sweep.id)
 
 
 def plan(request: BenchmarkRequest) -> Plan:
