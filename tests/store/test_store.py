@@ -52,6 +52,17 @@ def test_filter_and_limit(location):
         assert store.results(Filters(host="elsewhere")) == []
 
 
+
+def test_the_runs_of_a_key_are_its_own_sweep_and_its_suffixed_runs_newest_first(location):
+    """--resume finds a command's newest run by its options' key (workflows/benchmark.resumed):
+    the key itself (a run stored before runs had ids of their own), or the key, a dash and a
+    suffix; never a longer key that begins the same, on either backend's SQL."""
+    with Store(location) as store:
+        for sweep in ("k1", "k1-aa", "k1x-bb", "other", "k1-cc"):
+            store.save(replace(make_result(), sweep=sweep))
+        assert [r.sweep for r in store.results(Filters(runs_of="k1"))] == ["k1-cc", "k1-aa", "k1"]
+        assert store.results(Filters(runs_of="k1"), limit=1)[0].sweep == "k1-cc"
+
 def test_empty_file_becomes_a_database(tmp_path):
     path = tmp_path / "empty.db"
     path.write_bytes(b"")
