@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from accelbench.backends.batch_choice import CANDIDATES
 from tests.conftest import run_cli
 
 
@@ -32,6 +33,32 @@ def test_run_serves_a_model_and_stores_loadgens_verdict(tmp_path):
     assert result["samples_per_s_median"] == pytest.approx(offline["qps"], rel=1e-6)
 
 
+def test_auto_batching_is_chosen_from_the_bound_stored_and_shown(tmp_path):
+    pytest.importorskip("mlperf_loadgen")
+    db = str(tmp_path / "s.db")
+    out = run_cli(
+        "run", "mlp", "--devices", "cpu", "--modes", "serve", "--scenarios", "offline",
+        "--latency-bounds", "40", "--rounds", "1", "--quiet", "--db", db,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    (result,) = json.loads(run_cli("results", "--db", db, "--json").stdout)
+    assert result["spec"]["max_batch"] == "auto" and result["spec"]["batch_wait_ms"] == "auto"
+    served = result["metrics"]["serve"]
+    assert served["auto"] == ["max_batch", "batch_wait_ms"]
+    assert served["wait_ms"] == pytest.approx(2.0)  # 40 ms / 20
+    assert served["service_budget_ms"] == pytest.approx((40 - 2) / 2.5)
+    timed = {int(size): ms for size, ms in served["service_ms"].items()}
+    chosen = served["max_batch"]
+    assert chosen in CANDIDATES and sorted(timed) == list(CANDIDATES[: len(timed)])
+    # the largest within the budget: the next one timed (if any) was over it
+    assert timed[chosen] <= served["service_budget_ms"] or chosen == 1
+    assert all(ms > served["service_budget_ms"] for size, ms in timed.items() if size > chosen)
+    (offline,) = served["runs"]
+    assert max(int(size) for size in offline["batches"]) <= chosen
+    assert f"served with batches of at most {chosen} (auto: " in out.stdout
+    assert "a wait of 2 ms (auto: the bound / 20)" in out.stdout
+
+
 @pytest.mark.parametrize(
     ("option", "said"),
     [
@@ -48,7 +75,9 @@ def test_run_serves_a_model_and_stores_loadgens_verdict(tmp_path):
             "latency_bound_ms must be a number of milliseconds more than 0",
         ),
         (["--batch-waits", "-1"], "batch_wait_ms must be a number of milliseconds 0 or more"),
-        (["--max-batches", "0"], "max_batch"),
+        (["--max-batches", "0"], "max_batch must be a whole number from 1"),
+        (["--max-batches", "x"], "max_batch: 'x' is neither a whole number nor 'auto'"),
+        (["--batch-waits", "soon"], "batch_wait_ms: 'soon' is not a number of milliseconds or"),
         (["--scenarios", "nope"], "valid: server, offline, singlestream"),
     ],
 )

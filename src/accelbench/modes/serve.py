@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..core.facts import Fact, fact
@@ -25,20 +25,28 @@ if TYPE_CHECKING:
 __all__ = ["SERVE", "BATCH_WAIT", "LATENCY_BOUND", "MAX_BATCH", "SCENARIO", "Serve", "Served"]
 
 SERVE = "serve"
+AUTO = "auto"  # a batching setting the worker chooses from the bound
 
 
 @dataclass(frozen=True)
 class Milliseconds(ModeOption):
-    """A time in milliseconds: finite, above `least` (or at it, where `zero` is allowed)."""
+    """A time in milliseconds: finite, above 0 (or at it, where `zero` is allowed); or, where
+    `auto` is allowed, the word "auto" (the worker chooses it: backends/batch_choice)."""
 
     single_metavar: str = "MS"
     zero: bool = False
+    auto: bool = False
 
     def parse(self, word: str) -> Value:
+        if self.auto and word == AUTO:
+            return AUTO
         try:
             number = float(word)
         except ValueError:
-            raise ValueError(f"{self.name}: {word!r} is not a number of milliseconds") from None
+            either = " or 'auto'" if self.auto else ""
+            raise ValueError(
+                f"{self.name}: {word!r} is not a number of milliseconds{either}"
+            ) from None
         self.check(number)
         return number
 
@@ -46,16 +54,48 @@ class Milliseconds(ModeOption):
         return f"{value:g}" if isinstance(value, float) else str(value)
 
     def check(self, value: Any) -> None:
+        if self.auto and value == AUTO:
+            return
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if not (number and math.isfinite(value) and (value >= 0 if self.zero else value > 0)):
             least = "0 or more" if self.zero else "more than 0"
-            raise ValueError(f"{self.name} must be a number of milliseconds {least}, not {value!r}")
+            either = " or 'auto'" if self.auto else ""
+            raise ValueError(
+                f"{self.name} must be a number of milliseconds {least}{either}, not {value!r}"
+            )
+
+    def label(self, value: Value) -> str:
+        return f"{self.prefix}={AUTO}" if value == AUTO else super().label(value)
 
     def of(self, spec: RunSpec) -> float:
         value = self.value(spec)
         if not isinstance(value, (int, float)):
             raise ValueError(f"{spec.mode} needs {self.name}; the configuration has none")
         return float(value)
+
+
+@dataclass(frozen=True)
+class AutoCount(Count):
+    """A whole number of queries, or "auto" (the worker chooses it: backends/batch_choice)."""
+
+    def parse(self, word: str) -> Value:
+        if word == AUTO:
+            return AUTO
+        try:
+            number = int(word)
+        except ValueError:
+            raise ValueError(
+                f"{self.name}: {word!r} is neither a whole number nor 'auto'"
+            ) from None
+        self.check(number)
+        return number
+
+    def check(self, value: Any) -> None:
+        if value != AUTO:
+            super().check(value)
+
+    def label(self, value: Value) -> str:
+        return f"{self.prefix}={AUTO}" if value == AUTO else super().label(value)
 
 
 @dataclass(frozen=True)
@@ -81,22 +121,25 @@ LATENCY_BOUND = Milliseconds(
     prefix="p99<=",
     default=10.0,
 )
-MAX_BATCH = Count(
+MAX_BATCH = AutoCount(
     "max_batch",
     option="--max-batches",
     single="--max-batch",
-    help="the most queries one batch takes (default: 64)",
+    help="the most queries one batch takes, or auto: the largest of 1, 2, 4, 8, 16, 24, 32, "
+    "48, 64, 96, 128 whose warm batch takes at most (bound - wait) / 2.5 (default: auto)",
     prefix="mb",
-    default=64,
+    default=AUTO,
 )
 BATCH_WAIT = Milliseconds(
     "batch_wait_ms",
     option="--batch-waits",
     single="--batch-wait",
-    help="the longest the oldest query waits for others to join its batch, in ms (default: 2)",
+    help="the longest the oldest query waits for others to join its batch, in ms, or auto: "
+    "the bound / 20 (default: auto)",
     prefix="w",
-    default=2.0,
+    default=AUTO,
     zero=True,
+    auto=True,
 )
 
 
@@ -131,6 +174,12 @@ class Served(Fact):
     search_s: float | None = None  # the Server search's wall time
     why_none: str = ""  # no Server target met the bound: why
     server_to_offline: float | None = None
+    # The batcher's settings as served; `auto` names those the worker chose from the bound
+    max_batch: int | None = None
+    wait_ms: float | None = None
+    auto: tuple[str, ...] = ()  # "max_batch", "batch_wait_ms"
+    service_budget_ms: float | None = None  # auto max batch: (bound - wait) / 2.5
+    service_ms: Mapping[str, float] = field(default_factory=dict)  # batch -> warm median ms
 
 
 @register_mode
@@ -142,8 +191,9 @@ class Serve(Mode):
     options = (SCENARIO, LATENCY_BOUND, MAX_BATCH, BATCH_WAIT)
 
     def inputs(self, spec: RunSpec, workload: Any, generator: Any) -> Any:
-        """The samples the queries name, on the device: as many as the largest batch."""
-        return workload.make_batch(generator, MAX_BATCH.of(spec))
+        """The samples the queries name, on the device: as many as the largest batch (the
+        largest candidate, where the worker chooses it)."""
+        return workload.make_batch(generator, _largest(spec))
 
     def build_step(self, prep: Prepared) -> Callable[[], None]:
         """Infer's step on the largest batch, not synchronized inside: the cuda_graphs lever
@@ -163,10 +213,10 @@ class Serve(Mode):
         from ..backends.serving import forward_batches, serve, warm_up
         from ..core.stats import Measurement
 
-        settings = _settings(prep.spec)
         run_batch = forward_batches(prep, graphs=bool(prep.spec.lever("cuda_graphs", False)))
+        settings, batching = _settings(prep.spec, run_batch)
         report = serve(settings, run_batch, warm_up(run_batch, settings.max_batch))
-        served = _served(settings.scenarios[0], report)
+        served = replace(_served(settings.scenarios[0], report), **batching)
         prep.info.update(served.to_metrics())
         if not served.figure:
             raise WorkloadError(served.why_none or _invalid(served))
@@ -174,20 +224,46 @@ class Serve(Mode):
         return Measurement(samples=(block / served.figure,))
 
 
+def _largest(spec: RunSpec) -> int:
+    from ..backends.batch_choice import CANDIDATES
+
+    value = MAX_BATCH.value(spec)
+    return max(CANDIDATES) if value == AUTO else MAX_BATCH.of(spec)
+
+
 def _invalid(served: Served) -> str:
     run = next(r for r in served.runs if r.scenario == served.scenario)
     return f"LoadGen judged {served.scenario} INVALID: {', '.join(run.failed) or 'see its summary'}"
 
 
-def _settings(spec: RunSpec) -> Any:
+def _settings(spec: RunSpec, run_batch: Callable[[int], None]) -> tuple[Any, dict[str, Any]]:
+    """The serving settings, with the batcher's chosen where they are auto (timing the model),
+    and Served's fields that record them."""
+    from ..backends import batch_choice
     from ..backends.serving import ServeSettings
 
-    return ServeSettings(
+    bound_s = LATENCY_BOUND.of(spec) / 1e3
+    wait, most = BATCH_WAIT.value(spec), MAX_BATCH.value(spec)
+    wait_s = batch_choice.auto_wait_s(bound_s) if wait == AUTO else BATCH_WAIT.of(spec) / 1e3
+    record: dict[str, Any] = {
+        "auto": tuple(o.name for o in (MAX_BATCH, BATCH_WAIT) if o.value(spec) == AUTO)
+    }
+    if most == AUTO:
+        budget = batch_choice.service_budget_s(bound_s, wait_s)
+        choice = batch_choice.choose_max_batch(run_batch, budget)
+        max_batch = choice.max_batch
+        record["service_budget_ms"] = budget * 1e3
+        record["service_ms"] = {str(size): took * 1e3 for size, took in choice.timed}
+    else:
+        max_batch = MAX_BATCH.of(spec)
+    record.update(max_batch=max_batch, wait_ms=wait_s * 1e3)
+    settings = ServeSettings(
         scenarios=(str(SCENARIO.value(spec) or "server"),),
-        latency_bound_s=LATENCY_BOUND.of(spec) / 1e3,
-        max_batch=MAX_BATCH.of(spec),
-        wait_s=BATCH_WAIT.of(spec) / 1e3,
+        latency_bound_s=bound_s,
+        max_batch=max_batch,
+        wait_s=wait_s,
     )
+    return settings, record
 
 
 def _served(scenario: str, report: ServeReport) -> Served:

@@ -27,7 +27,9 @@ from ...engine.facts import (
     Parallel,
     percentiles,
 )
+from ...modes.serve import LATENCY_BOUND, Served
 from ..text import format_bytes, format_seconds, number
+from .serve_notes import serve_notes
 
 __all__ = [
     "coreml_note",
@@ -50,6 +52,8 @@ def derived_notes(r: Result) -> list[str]:
         notes.append(f"your model's forward: {metrics.get(OUTPUT_USED)}")
     if generation := metrics.get(Generation):
         notes += generation_notes(generation)
+    if served := metrics.get(Served):
+        notes += serve_notes(served, _bound_ms(r))
     if power := metrics.get(Power):
         notes += _power_notes(power)
     if flops.peak is not None:
@@ -77,6 +81,11 @@ def derived_notes(r: Result) -> list[str]:
     if coreml := metrics.get(CoreMLFacts):
         notes.append(coreml_note(coreml, metrics.get(LOADING)))
     return notes
+
+
+def _bound_ms(r: Result) -> float | None:
+    bound = LATENCY_BOUND.value(r.spec)
+    return float(bound) if isinstance(bound, (int, float)) else None
 
 
 _UNITS = ("Neural Engine", "GPU", "CPU")

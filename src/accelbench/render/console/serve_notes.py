@@ -1,0 +1,77 @@
+"""The sentences below a run table for a served configuration (mode serve): the batcher's
+settings and how the auto ones were chosen, and what the Server search found."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ...modes.serve import Served, ServedRun
+from ..text import format_seconds, number
+
+__all__ = ["serve_notes"]
+
+
+def serve_notes(served: Served, bound_ms: float | None) -> list[str]:
+    notes = [batching_note(served)] if served.max_batch is not None else []
+    if served.scenario == "server" and bound_ms is not None:
+        notes.append(server_note(served, bound_ms))
+    return notes
+
+
+def batching_note(served: Served) -> str:
+    """'batches of at most 48 (auto: ...) and a wait of 0.5 ms (auto: the bound / 20)'."""
+    assert served.max_batch is not None and served.wait_ms is not None
+    most = f"batches of at most {served.max_batch}"
+    if "max_batch" in served.auto and served.service_budget_ms is not None:
+        most += f" ({_why_max_batch(served)})"
+    wait = f"a wait of {served.wait_ms:.3g} ms"
+    if "batch_wait_ms" in served.auto:
+        wait += " (auto: the bound / 20)"
+    return f"served with {most} and {wait}"
+
+
+def _why_max_batch(served: Served) -> str:
+    """How the auto max batch was chosen, from the candidates' warm times."""
+    budget = served.service_budget_ms
+    assert budget is not None and served.max_batch is not None
+    within = f"(bound - wait) / 2.5 = {budget:.3g} ms"
+    timed = dict(sorted((int(size), ms) for size, ms in served.service_ms.items()))
+    chosen = timed.get(served.max_batch)
+    if chosen is None:
+        return "auto"
+    if chosen > budget:
+        return f"auto: even a batch of {served.max_batch} took {chosen:.3g} ms, over {within}"
+    said = f"auto: a warm batch of {served.max_batch} took {chosen:.3g} ms, within {within}"
+    over = [(size, ms) for size, ms in timed.items() if ms > budget]
+    if over:
+        said += f"; {over[0][0]} took {over[0][1]:.3g} ms"
+    return said
+
+
+def server_note(served: Served, bound_ms: float) -> str:
+    """The Server search: QPS at the bound (or why none), the ratio, the batches formed."""
+    searched = [r for r in served.runs if r.scenario == "server"]
+    took = f"{len(searched)} LoadGen runs"
+    if served.search_s is not None:
+        took += f" in {format_seconds(served.search_s)}"
+    if served.server_qps is None:
+        return f"Server at p99 <= {bound_ms:g} ms: none ({served.why_none}); {took}"
+    best = max((r for r in searched if r.valid), key=lambda r: r.target_qps)
+    said = (
+        f"Server: {number(served.server_qps)} QPS at p99 <= {bound_ms:g} ms "
+        f"(LoadGen VALID, p99 {best.p99_ms:.3g} ms)"
+    )
+    if served.failed_above is not None:
+        said += f", {number(served.failed_above)} failed"
+    if served.server_to_offline is not None:
+        said += f"; {served.server_to_offline:.2f} of Offline"
+    return f"{said}; {took}; batches formed there: {formed(best)}"
+
+
+def formed(run: ServedRun) -> str:
+    """'sizes 18-48, most often 32 (41 of 300)'."""
+    counts = Counter({int(size): n for size, n in run.batches.items()})
+    if not counts:
+        return "none"
+    size, n = counts.most_common(1)[0]
+    return f"sizes {min(counts)}-{max(counts)}, most often {size} ({n} of {sum(counts.values())})"
