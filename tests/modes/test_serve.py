@@ -20,7 +20,7 @@ def test_run_serves_a_model_and_stores_loadgens_verdict(tmp_path):
         "--max-batches", "8", "--batch-waits", "0.5", "--rounds", "1", "--quiet", "--db", db,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert "serve fp32 b100 offline p99<=10 mb8 w0.5" in out.stdout
+    assert "serve fp32 offline p99<=10 mb8 w0.5" in out.stdout and " b100" not in out.stdout
     stored = json.loads(run_cli("results", "--db", db, "--json").stdout)
     (result,) = stored
     assert result["status"] == "ok" and result["spec"]["max_batch"] == 8
@@ -104,3 +104,16 @@ def test_without_loadgen_run_says_which_extra_in_one_line(tmp_path):
         "accelbench: error: mlcommons-loadgen is needed for serving under load: "
         "pip install 'accelbench[serve]'"
     )
+
+
+def test_a_served_configuration_s_label_has_no_closed_loop_batch():
+    from accelbench.core.result import RunSpec
+    from accelbench.levers.registry import label
+
+    args = (("latency_bound_ms", 10.0), ("max_batch", "auto"), ("scenario", "server"))
+    served = RunSpec(workload="mlp", device="cpu", batch_size=100, steps_per_block=1,
+                     mode="serve", mode_args=args)  # fmt: skip
+    assert label(served) == "serve fp32 server p99<=10 mb=auto"
+    inferred = RunSpec(workload="mlp", device="cpu", batch_size=100, steps_per_block=1,
+                       mode="infer")  # fmt: skip
+    assert label(inferred) == "infer fp32 b100"

@@ -62,6 +62,9 @@ class Mode:
     # Its rate comes from the closed loop's timed its (it/s and step time mean something);
     # False for a mode that measures on its own (`measure`): the table leaves them out.
     closed_loop: bool = True
+    # Its step runs on the configuration's fixed batch (`b` in the label); False for a mode
+    # whose batches are formed otherwise (serve's dynamic batcher: `mb` is its limit).
+    fixed_batch: bool = True
     # What the rate counts where it is not samples ("tokens/s"); shown beside the figure.
     rate_unit: str = ""
     # Its own parameters (core/mode_options): `run`'s and `optimize`'s options, the sweep's

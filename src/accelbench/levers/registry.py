@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
 def label(spec: RunSpec) -> str:
     """A short human name for the configuration, e.g. 'train bf16 b256 channels_last compile'."""
-    parts = [spec.mode, spec.precision, f"b{spec.batch_size}", *mode_of(spec).label_parts(spec)]
+    mode = mode_of(spec)
+    batch = f"b{spec.batch_size}" if mode.fixed_batch else ""  # serve's batches are formed
+    parts = [spec.mode, spec.precision, batch, *mode.label_parts(spec)]
     parts += [lever.label(lever.value(spec)) for lever in all_levers() if lever.active(spec)]
     known = {lever.name for lever in all_levers()}
     # a lever stored by a plugin this process has not loaded still shows

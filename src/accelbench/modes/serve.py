@@ -188,6 +188,7 @@ class Serve(Mode):
     help = "MLPerf LoadGen's queries answered by dynamic batches (accelbench[serve])"
     probes = False  # the rate is LoadGen's, not a closed loop's step
     closed_loop = False  # no it/s or step time: one sample a process, the scenario's figure
+    fixed_batch = False  # the batcher forms its batches: the label has no b
     options = (SCENARIO, LATENCY_BOUND, MAX_BATCH, BATCH_WAIT)
 
     def inputs(self, spec: RunSpec, workload: Any, generator: Any) -> Any:
