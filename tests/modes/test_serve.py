@@ -17,7 +17,7 @@ def test_run_serves_a_model_and_stores_loadgens_verdict(tmp_path):
     db = str(tmp_path / "s.db")
     out = run_cli(
         "run", "mlp", "--devices", "cpu", "--modes", "serve", "--scenarios", "offline",
-        "--max-batches", "8", "--batch-waits", "0.5", "--rounds", "1", "--quiet", "--db", db,
+        "--max-batches", "8", "--batch-waits", "0.5", "--rounds", "2", "--quiet", "--db", db,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "serve fp32 offline p99<=10 mb8 w0.5" in out.stdout and " b100" not in out.stdout
@@ -25,12 +25,20 @@ def test_run_serves_a_model_and_stores_loadgens_verdict(tmp_path):
     (result,) = stored
     assert result["status"] == "ok" and result["spec"]["max_batch"] == 8
     served = result["metrics"]["serve"]
-    (offline,) = served["runs"]
+    # every process's LoadGen runs are kept, each with its process
+    assert served["processes"] == 2 and [r["process"] for r in served["runs"]] == [0, 1]
+    assert served["auto"] == [] and served["max_batch"] == 8 and served["wait_ms"] == 0.5
+    wall = next(line for line in out.stdout.splitlines() if "wall time" in line)
+    assert "serving" in wall and "(2 LoadGen runs)" in wall, wall
+    assert "timing" not in wall and "warm-up" not in wall, wall
+    offline = served["runs"][0]
     assert offline["scenario"] == "offline" and offline["valid"] and offline["failed"] == []
     assert "Result is : VALID" in offline["summary"] and "Offline" in offline["summary"]
     assert max(int(size) for size in offline["batches"]) == 8
-    assert served["figure"] == pytest.approx(offline["qps"])
-    assert result["samples_per_s_median"] == pytest.approx(offline["qps"], rel=1e-6)
+    assert served["figure"] == pytest.approx(offline["qps"])  # the first process's
+    # the rate: the geometric mean of the two processes' figures
+    both = [r["qps"] for r in served["runs"]]
+    assert result["samples_per_s_median"] == pytest.approx((both[0] * both[1]) ** 0.5, rel=1e-6)
 
 
 def test_auto_batching_is_chosen_from_the_bound_stored_and_shown(tmp_path):

@@ -6,6 +6,7 @@ Every LoadGen run behind it, with LoadGen's verdict and summary, is kept as the 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -159,12 +160,16 @@ class ServedRun:
     late: int  # over the latency bound, LoadGen's count
     batches: Mapping[str, int]  # batch size -> batches of that size the batcher formed
     summary: str  # LoadGen's mlperf_log_summary.txt
+    process: int = 0  # which of the configuration's processes ran it, from 0
 
 
 @fact(SERVE)
 @dataclass(frozen=True)
 class Served(Fact):
-    """A configuration served (mode serve): every LoadGen run, and what they come to."""
+    """A configuration served (mode serve): every LoadGen run of every process (`runs`, each
+    with its process), and what they come to. The figures (figure, server_qps, failed_above,
+    why_none, server_to_offline) and the batcher's settings are the first process's; the
+    seconds (serving_s, search_s) are summed over the processes."""
 
     scenario: str
     figure: float | None  # the rate: Server QPS at the bound, Offline's throughput, 1/p90
@@ -180,6 +185,8 @@ class Served(Fact):
     auto: tuple[str, ...] = ()  # "max_batch", "batch_wait_ms"
     service_budget_ms: float | None = None  # auto max batch: (bound - wait) / 2.5
     service_ms: Mapping[str, float] = field(default_factory=dict)  # batch -> warm median ms
+    serving_s: float | None = None  # the measurement: choosing, warming up, every LoadGen run
+    processes: int = 1
 
 
 @register_mode
@@ -214,15 +221,37 @@ class Serve(Mode):
         from ..backends.serving import forward_batches, serve, warm_up
         from ..core.stats import Measurement
 
+        started = time.perf_counter()
         run_batch = forward_batches(prep, graphs=bool(prep.spec.lever("cuda_graphs", False)))
         settings, batching = _settings(prep.spec, run_batch)
         report = serve(settings, run_batch, warm_up(run_batch, settings.max_batch))
         served = replace(_served(settings.scenarios[0], report), **batching)
+        served = replace(served, serving_s=time.perf_counter() - started)
         prep.info.update(served.to_metrics())
         if not served.figure:
             raise WorkloadError(served.why_none or _invalid(served))
         block = prep.spec.batch_size * prep.spec.steps_per_block
         return Measurement(samples=(block / served.figure,))
+
+
+    def merge_processes(self, before: dict[str, Any], latest: dict[str, Any]) -> dict[str, Any]:
+        """Every process's LoadGen runs, each marked with its process; the seconds summed."""
+        first, later = Served.from_metrics(before), Served.from_metrics(latest)
+        if first is None or later is None:
+            return {}
+        runs = (*first.runs, *(replace(r, process=first.processes) for r in later.runs))
+        merged = replace(
+            first,
+            runs=runs,
+            processes=first.processes + later.processes,
+            serving_s=_sum(first.serving_s, later.serving_s),
+            search_s=_sum(first.search_s, later.search_s),
+        )
+        return merged.to_metrics()
+
+
+def _sum(a: float | None, b: float | None) -> float | None:
+    return None if a is None and b is None else (a or 0.0) + (b or 0.0)
 
 
 def _largest(spec: RunSpec) -> int:

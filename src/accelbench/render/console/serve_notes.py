@@ -50,8 +50,10 @@ def _why_max_batch(served: Served) -> str:
 
 def server_note(served: Served, bound_ms: float) -> str:
     """The Server search: QPS at the bound (or why none), the ratio, the batches formed."""
+    if served.processes > 1:
+        return _per_process(served, bound_ms)
     searched = [r for r in served.runs if r.scenario == "server"]
-    took = f"{len(searched)} LoadGen runs"
+    took = f"{len(searched)} LoadGen run" + "s" * (len(searched) != 1)
     if served.search_s is not None:
         took += f" in {format_seconds(served.search_s)}"
     if served.server_qps is None:
@@ -66,6 +68,23 @@ def server_note(served: Served, bound_ms: float) -> str:
     if served.server_to_offline is not None:
         said += f"; {served.server_to_offline:.2f} of Offline"
     return f"{said}; {took}; batches formed there: {formed(best)}"
+
+
+def _per_process(served: Served, bound_ms: float) -> str:
+    """Each process's highest VALID Server target, from its own runs."""
+    figures = []
+    for process in range(served.processes):
+        valid = [
+            r.target_qps
+            for r in served.runs
+            if r.process == process and r.scenario == "server" and r.valid
+        ]
+        figures.append(number(max(valid)) if valid else "none")
+    searched = sum(r.scenario == "server" for r in served.runs)
+    return (
+        f"Server at p99 <= {bound_ms:g} ms, each process's highest target LoadGen judged "
+        f"VALID: {', '.join(figures)} QPS ({searched} Server runs in all)"
+    )
 
 
 def formed(run: ServedRun) -> str:
