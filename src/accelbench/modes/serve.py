@@ -233,7 +233,6 @@ class Serve(Mode):
         block = prep.spec.batch_size * prep.spec.steps_per_block
         return Measurement(samples=(block / served.figure,))
 
-
     def merge_processes(self, before: dict[str, Any], latest: dict[str, Any]) -> dict[str, Any]:
         """Every process's LoadGen runs, each marked with its process; the seconds summed."""
         first, later = Served.from_metrics(before), Served.from_metrics(latest)
