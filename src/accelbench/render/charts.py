@@ -67,6 +67,8 @@ def _series_name(r: Result) -> str:
 def _without_batch(r: Result) -> str:
     """The series name with the batch size left out (label's third word), so one
     configuration at several batch sizes is one line of the scaling chart."""
+    if not mode_of(r.spec).fixed_batch:  # its label has no batch size
+        return _series_name(r)
     mode, precision, _, *rest = label(r.spec).split(" ")
     return " ".join([f"{machine_of(r.environment)}/{r.spec.device}", mode, precision, *rest])
 

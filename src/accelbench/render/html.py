@@ -30,6 +30,7 @@ from ..levers import label
 from . import charts
 from .console.explain import explanation_lines
 from .console.verify import VERIFY_HEADERS, verify_cells
+from .load_chart import latency_chart
 from .rows import (
     EXPLAINED,
     HEADERS,
@@ -147,6 +148,7 @@ _CHARTS: tuple[tuple[str, Callable[[Sequence[Result]], bytes | None]], ...] = (
     ("Scaling with batch size", charts.scaling_chart),
     ("Scaling with data-parallel processes", charts.parallel_chart),
     ("Where the step's time went", charts.explain_chart),
+    ("Serving: latency against load (LoadGen's Server runs)", latency_chart),
     (
         "History: each configuration's runs on a machine, with the band each should land in "
         "(95% prediction from the runs before it) and the gate's verdict where one fell outside "

@@ -1,0 +1,65 @@
+"""render/load_chart: a served configuration's Server runs drawn as latency against load (p50,
+p99, the bound), every process's runs, and the HTML report carrying the chart."""
+
+from __future__ import annotations
+
+from accelbench.core.result import Result, RunSpec
+from accelbench.core.stats import Measurement
+from accelbench.modes.serve import Served, ServedRun
+from accelbench.render import html_report
+from accelbench.render.load_chart import latency_chart, load_series
+
+ARGS = (("latency_bound_ms", 10.0), ("max_batch", "auto"), ("scenario", "server"))
+
+
+def _run(scenario: str, target: float, p99: float, process: int = 0) -> ServedRun:
+    return ServedRun(
+        scenario=scenario, target_qps=target, valid=p99 <= 10, failed=(), qps=target,
+        p50_ms=p99 / 2, p90_ms=p99 * 0.8, p99_ms=p99, samples=2048, late=0, batches={"8": 3},
+        summary="", process=process,
+    )  # fmt: skip
+
+
+def _served_result(runs: list[ServedRun], workload: str = "resnet50") -> Result:
+    served = Served(scenario="server", figure=5000.0, runs=tuple(runs), server_qps=5000.0)
+    return Result(
+        spec=RunSpec(workload, "cuda:0", 64, 1, mode="serve", mode_args=ARGS),
+        status="ok",
+        measurement=Measurement((0.0128,)),
+        metrics=served.to_metrics(),
+        environment={"host": "h", "machine": "h-1"},
+    )
+
+
+def test_server_runs_are_points_by_target_with_the_bound_and_other_scenarios_left_out():
+    runs = [
+        _run("singlestream", 0.0, 3.0),
+        _run("offline", 0.0, 900.0),
+        _run("server", 6000.0, 14.0),
+        _run("server", 3000.0, 6.0),
+        _run("server", 4500.0, 8.0, process=1),
+    ]
+    ((name, (bound, points)),) = load_series([_served_result(runs)]).items()
+    assert name == "resnet50: h-1/cuda:0 serve fp32 server p99<=10 mb=auto" and bound == 10.0
+    assert [(p.target_qps, p.p99_ms, p.valid, p.process) for p in points] == [
+        (3000.0, 6.0, True, 0),
+        (4500.0, 8.0, True, 1),
+        (6000.0, 14.0, False, 0),
+    ]
+    assert [p.p50_ms for p in points] == [3.0, 4.0, 7.0]
+
+
+def test_the_chart_is_a_png_and_the_report_carries_it():
+    result = _served_result([_run("server", 3000.0, 6.0), _run("server", 6000.0, 14.0)])
+    png = latency_chart([result])
+    assert png is not None and png.startswith(b"\x89PNG\r\n\x1a\n")
+    page = html_report([result])
+    assert "Serving: latency against load" in page
+
+
+def test_no_server_run_draws_no_chart():
+    offline_only = _served_result([_run("offline", 0.0, 900.0)])
+    closed_loop = Result(spec=RunSpec("mlp", "cpu", 8, 1), status="ok",
+                         measurement=Measurement((0.1, 0.1)))  # fmt: skip
+    assert latency_chart([offline_only, closed_loop]) is None
+    assert "Serving: latency against load" not in html_report([offline_only, closed_loop])
