@@ -125,3 +125,21 @@ def test_a_served_configuration_s_label_has_no_closed_loop_batch():
     inferred = RunSpec(workload="mlp", device="cpu", batch_size=100, steps_per_block=1,
                        mode="infer")  # fmt: skip
     assert label(inferred) == "infer fp32 b100"
+
+
+def test_multistream_answers_groups_of_8_and_its_figure_is_8_over_the_p99(tmp_path):
+    pytest.importorskip("mlperf_loadgen")
+    db = str(tmp_path / "s.db")
+    out = run_cli(
+        "run", "mlp", "--devices", "cpu", "--modes", "serve", "--scenarios", "multistream",
+        "--max-batches", "16", "--batch-waits", "0.5", "--rounds", "1", "--quiet", "--db", db,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    (result,) = json.loads(run_cli("results", "--db", db, "--json").stdout)
+    served = result["metrics"]["serve"]
+    (run,) = served["runs"]
+    assert run["scenario"] == "multistream" and run["valid"], run["summary"]
+    assert "Multi Stream" in run["summary"] or "MultiStream" in run["summary"]
+    assert set(run["batches"]) == {"8"}  # each group is one batch: the next waits for it
+    assert run["samples"] == 8 * sum(run["batches"].values())
+    assert served["figure"] == pytest.approx(8 / (run["p99_ms"] / 1e3), rel=1e-6)

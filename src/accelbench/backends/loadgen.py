@@ -38,7 +38,12 @@ __all__ = [
 ]
 
 # LoadGen's scenarios that accelbench runs, by their names on the command line
-SCENARIOS = ("singlestream", "offline", "server")
+SCENARIOS = ("singlestream", "offline", "server", "multistream")
+# MultiStream: each query is a group of this many samples, the next issued when it is answered
+MULTISTREAM_SAMPLES = 8
+# LoadGen sizes MultiStream's pre-generated queries from the expected latency: an estimate too
+# small (a tiny model's warm batch, microseconds) made it allocate until memory ran out
+MULTISTREAM_LEAST_LATENCY_S = 1e-4
 _PROCESS = Path(__file__).with_name("loadgen_process.py")
 # runpy leaves sys.path as it is for a file (`python FILE` would put this folder first, where
 # onnxruntime.py would stand for the real package)
@@ -62,7 +67,8 @@ class LoadTest:
     samples: int  # the query sample library's performance set: indices 0..samples-1
     latency_bound_s: float = 0.0  # Server: the p99 target; LoadGen's verdict checks it
     target_qps: float = 0.0  # Server: the Poisson arrival rate; Offline: the expected rate
-    expected_latency_s: float = 0.0  # SingleStream: how LoadGen sizes its pre-generated queries
+    expected_latency_s: float = 0.0  # Single/MultiStream: how LoadGen sizes its queries
+    samples_per_query: int = 1  # MultiStream: its groups' size
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,12 @@ from typing import Any
 
 import mlperf_loadgen as lg
 
-_LOADGEN_NAMES = {"singlestream": "SingleStream", "offline": "Offline", "server": "Server"}
+_LOADGEN_NAMES = {
+    "singlestream": "SingleStream",
+    "offline": "Offline",
+    "server": "Server",
+    "multistream": "MultiStream",
+}
 # A path that does not exist: given none, LoadGen reads ./audit.config from the working
 # directory when one is there, and that file changes the test (a compliance audit's settings).
 _NO_AUDIT = "accelbench-no-audit.config"
@@ -69,6 +74,9 @@ def _settings(test: dict[str, Any]) -> Any:
         settings.server_target_latency_ns = round(test["latency_bound_s"] * 1e9)
     elif test["scenario"] == "offline":
         settings.offline_expected_qps = test["target_qps"]
+    elif test["scenario"] == "multistream":  # the values arrive set (loadgen.LoadTest's maker)
+        settings.multi_stream_expected_latency_ns = round(test["expected_latency_s"] * 1e9)
+        settings.multi_stream_samples_per_query = test["samples_per_query"]
     else:
         latency_ns = round(test["expected_latency_s"] * 1e9)
         settings.single_stream_expected_latency_ns = max(1, latency_ns)

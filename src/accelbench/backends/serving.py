@@ -4,6 +4,7 @@ queries batched dynamically (backends/batcher), in a worker process like every m
 What it finds, each from LoadGen's own runs and verdicts:
 - SingleStream: one query at a time; its p90 (LoadGen's metric) and p99 latency.
 - Offline: every query at once; the throughput.
+- MultiStream: groups of 8 samples, one group at a time; the p99 of a group's latency.
 - Server: Poisson arrivals at a target rate; the highest target whose run LoadGen judges VALID
   with its p99 within `latency_bound_s` (its latency check and its early-stopping check), found
   by bisection between 0 and Offline's throughput in at most `search_steps` runs and
@@ -21,12 +22,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError, WorkloadError
 from .batch_choice import median_s
 from .batcher import Batcher
-from .loadgen import SCENARIOS, Driver, LoadResult, LoadTest, read_result
+from .loadgen import (
+    MULTISTREAM_LEAST_LATENCY_S,
+    MULTISTREAM_SAMPLES,
+    SCENARIOS,
+    Driver,
+    LoadResult,
+    LoadTest,
+    read_result,
+)
 
 if TYPE_CHECKING:
     from ..levers import Prepared
@@ -55,7 +64,7 @@ OFFLINE_FIRST_QPS = 50_000.0
 class ServeSettings:
     """How to serve: checked as it is made (UsageError, one line, naming what is valid)."""
 
-    scenarios: tuple[str, ...] = SCENARIOS
+    scenarios: tuple[str, ...] = ("singlestream", "offline", "server")
     latency_bound_s: float = 0.010  # Server's p99 bound
     max_batch: int = 64  # the most queries one batch takes
     wait_s: float = 0.002  # the longest the oldest query waits for others to join its batch
@@ -147,6 +156,7 @@ class Warm:
 
     single_s: float
     full_s: float
+    group_s: float = 0.0  # a MultiStream group's batch (8 samples, or max_batch if fewer)
 
 
 class _Session:
@@ -170,7 +180,7 @@ class _Session:
             raise WorkloadError(f"LoadGen ended early: {self.driver.why_ended()}") from None
         return ScenarioRun(read_result(logs, test), dict(sorted(formed.items())))
 
-    def test(self, scenario: str, **values: float) -> LoadTest:
+    def test(self, scenario: str, **values: Any) -> LoadTest:
         s = self.settings
         return LoadTest(
             scenario=scenario,
@@ -204,7 +214,17 @@ def _scenarios(session: _Session, warm: Warm) -> ServeReport:
         expected = min(OFFLINE_FIRST_QPS, settings.max_batch / warm.full_s)
         runs["offline"] = _offline(session, expected)
     search = _search(session, runs) if "server" in settings.runs() else None
+    if "multistream" in settings.runs():
+        runs["multistream"] = session.run(_multistream(session, warm))
     return ServeReport(settings, runs, search)
+
+
+def _multistream(session: _Session, warm: Warm) -> LoadTest:
+    """Groups of 8 samples, each issued when the last is answered; LoadGen's figure is the p99
+    of the groups' latency. Its expected latency is floored (loadgen's MULTISTREAM_LEAST_...)."""
+    expected = max(MULTISTREAM_LEAST_LATENCY_S, warm.group_s)
+    test = session.test("multistream", expected_latency_s=expected)
+    return replace(test, samples_per_query=MULTISTREAM_SAMPLES)
 
 
 def _single_queries(settings: ServeSettings) -> int:
@@ -308,4 +328,5 @@ def warm_up(run_batch: Callable[[int], None], max_batch: int, rounds: int = 2) -
     for _ in range(rounds):
         for size in range(1, max_batch + 1):
             run_batch(size)
-    return Warm(median_s(run_batch, 1), median_s(run_batch, max_batch))
+    group = min(MULTISTREAM_SAMPLES, max_batch)
+    return Warm(median_s(run_batch, 1), median_s(run_batch, max_batch), median_s(run_batch, group))

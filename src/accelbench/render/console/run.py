@@ -185,7 +185,8 @@ def _legend(results: Sequence[Result], headers: Sequence[str]) -> str:
         generate += (
             " For serve, samples/s is the scenario's figure under MLPerf LoadGen (server: the "
             "highest QPS LoadGen judged VALID at the p99 bound; offline: its throughput; "
-            "singlestream: 1 / its p90 latency), one figure a process; it/s and step time do "
+            "singlestream: 1 / its p90 latency; multistream: 8 / the p99 latency of its "
+            "groups of 8 samples), one figure a process; it/s and step time do "
             "not apply, and TFLOP/s is the FLOPs of the samples served per second."
         )
     return (
