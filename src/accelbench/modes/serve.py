@@ -212,6 +212,12 @@ class Serve(Mode):
         capture after it)."""
         return Infer.build_step(self, prep)  # type: ignore[arg-type]
 
+    def drift_spec(self, spec: RunSpec) -> RunSpec:
+        """The accuracy guard compares infer's outputs on the same levers and precision: the
+        model the batcher serves is built the same way, while serve's inputs hold the largest
+        batch's samples, not the reference's batch."""
+        return replace(spec, mode="infer", mode_args=())
+
     def check_args(self, spec: RunSpec, workload: Any) -> None:
         """LoadGen must be there: one line naming the extra, before any worker starts."""
         from ..backends.loadgen import loadgen

@@ -53,9 +53,9 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
     base = ladder.base
     generates = mode_of(base).decodes
     shape = "".join(f" {part}" for part in mode_of(base).label_parts(base))
+    batch = f" b{base.batch_size}" if mode_of(base).fixed_batch else ""
     title = (
-        f"accelbench optimize: {base.workload} {base.mode} b{base.batch_size}{shape} on "
-        f"{ladder.device.name}"
+        f"accelbench optimize: {base.workload} {base.mode}{batch}{shape} on {ladder.device.name}"
     )
     headers = _GENERATE_HEADERS if generates else _OPTIMIZE_HEADERS
     table = new_table(title, headers, left_columns=1)

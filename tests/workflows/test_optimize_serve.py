@@ -1,0 +1,66 @@
+"""`optimize --mode serve` through the real command: each variant is served under real LoadGen
+and judged by its Server QPS at the bound (every process's figure), with the accuracy guard's
+drift measured against fp32 on the same model."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+def _server_qps(result: dict) -> list[float]:
+    """Each process's highest Server target LoadGen judged VALID, from the stored runs."""
+    served = result["metrics"]["serve"]
+    return [
+        max(r["target_qps"] for r in served["runs"]
+            if r["process"] == p and r["scenario"] == "server" and r["valid"])
+        for p in range(served["processes"])
+    ]  # fmt: skip
+
+
+def test_optimize_serve_judges_levers_by_qps_at_the_bound_with_the_accuracy_guard(tmp_path):
+    pytest.importorskip("mlperf_loadgen")
+    db = str(tmp_path / "o.db")
+    out = run_cli(
+        "optimize", "mlp", "--device", "cpu", "--mode", "serve", "--latency-bound", "200",
+        "--levers", "precision", "--budget", "240", "--json", "--quiet", "--db", db,
+        timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    searched = json.loads(out.stdout)
+    variants = {v["variant"]: v for v in searched["variants"]}
+    base = variants["fp32 eager"]
+    assert base["spec"] == "serve fp32 server p99<=200 mb=auto w=auto"
+    stored = {r["label"]: r for r in json.loads(run_cli("results", "--db", db, "--json").stdout)}
+    for variant in variants.values():
+        if variant["status"] != "ok":
+            continue
+        qps = _server_qps(stored[variant["spec"]])
+        geometric_mean = math.exp(sum(math.log(q) for q in qps) / len(qps))
+        assert variant["samples_per_s"] == pytest.approx(geometric_mean, rel=1e-6)
+        assert "error" not in variant["drift"], variant["drift"]  # the guard measured it
+    tried = [v for v in variants.values() if v["phase"] == "alone" and v["status"] == "ok"]
+    assert tried, searched["path"]
+    for variant in tried:
+        assert variant["over"] == "fp32 eager" and variant["speedup"]["ratio"] > 0
+        assert variant["drift"]["max_rel_error"] >= 0
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--latency-bound", "0"], "latency_bound_ms must be a number of milliseconds more than 0"),
+        (["--latency-bound", "nan"], "latency_bound_ms must be a number of milliseconds more than"),
+        (["--scenario", "nope"], "valid: server, offline, singlestream, multistream"),
+        (["--max-batch", "x"], "max_batch: 'x' is neither a whole number nor 'auto'"),
+    ],
+)
+def test_bad_serve_options_to_optimize_are_one_line_and_exit_2(tmp_path, option, said):
+    out = run_cli("optimize", "mlp", "--device", "cpu", "--mode", "serve", *option,
+                  "--db", str(tmp_path / "o.db"))  # fmt: skip
+    assert out.returncode == 2
+    assert said in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
