@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -82,11 +83,15 @@ def test_auto_batching_is_chosen_from_the_bound_stored_and_shown(tmp_path):
             ["--latency-bounds", "nan"],
             "latency_bound_ms must be a number of milliseconds more than 0",
         ),
+        (
+            ["--latency-bounds", "inf"],
+            "latency_bound_ms must be a number of milliseconds more than 0",
+        ),
         (["--batch-waits", "-1"], "batch_wait_ms must be a number of milliseconds 0 or more"),
         (["--max-batches", "0"], "max_batch must be a whole number from 1"),
         (["--max-batches", "x"], "max_batch: 'x' is neither a whole number nor 'auto'"),
         (["--batch-waits", "soon"], "batch_wait_ms: 'soon' is not a number of milliseconds or"),
-        (["--scenarios", "nope"], "valid: server, offline, singlestream"),
+        (["--scenarios", "nope"], "valid: server, offline, singlestream, multistream"),
     ],
 )
 def test_bad_serve_options_are_one_line_and_exit_2(tmp_path, option, said):
@@ -143,3 +148,20 @@ def test_multistream_answers_groups_of_8_and_its_figure_is_8_over_the_p99(tmp_pa
     assert set(run["batches"]) == {"8"}  # each group is one batch: the next waits for it
     assert run["samples"] == 8 * sum(run["batches"].values())
     assert served["figure"] == pytest.approx(8 / (run["p99_ms"] / 1e3), rel=1e-6)
+
+
+def test_a_bound_no_load_can_meet_ends_the_configuration_with_one_line_saying_so(tmp_path):
+    pytest.importorskip("mlperf_loadgen")
+    db = str(tmp_path / "s.db")
+    out = run_cli(
+        "run", "mlp", "--devices", "cpu", "--modes", "serve", "--latency-bounds", "0.001",
+        "--max-batches", "8", "--rounds", "1", "--quiet", "--db", db, timeout=300,
+    )  # fmt: skip
+    assert "Traceback" not in out.stderr
+    (result,) = json.loads(run_cli("results", "--db", db, "--json").stdout)
+    assert result["status"] != "ok"
+    assert re.fullmatch(
+        r".*even one request at a time takes [0-9.e+-]+ ms at p99; the bound is 0\.001 ms",
+        result["error"],
+    ), result["error"]
+    assert "the bound is 0.001 ms" in out.stdout + out.stderr
