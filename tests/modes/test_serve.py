@@ -28,7 +28,7 @@ def test_run_serves_a_model_and_stores_loadgens_verdict(tmp_path):
     served = result["metrics"]["serve"]
     # every process's LoadGen runs are kept, each with its process
     assert served["processes"] == 2 and [r["process"] for r in served["runs"]] == [0, 1]
-    assert served["auto"] == [] and served["max_batch"] == 8 and served["wait_ms"] == 0.5
+    assert served["auto"] == [] and served["max_batches"] == [8, 8] and served["wait_ms"] == 0.5
     wall = next(line for line in out.stdout.splitlines() if "wall time" in line)
     assert "serving" in wall and "(2 LoadGen runs)" in wall, wall
     assert "timing" not in wall and "warm-up" not in wall, wall

@@ -3,6 +3,8 @@ auto chose them, and each process's Server figure, from the stored fact."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from accelbench.modes.serve import Served, ServedRun
 from accelbench.render.console.serve_notes import serve_notes
 
@@ -38,7 +40,9 @@ def test_auto_batching_and_the_server_search_are_said():
 def test_several_processes_each_have_their_server_figure():
     runs = [_run("server", 10_546.0, True), _run("server", 11_000.0, False),
             _run("server", 9_900.0, True, 1), _run("server", 10_100.0, False, 1)]  # fmt: skip
-    (_, server) = serve_notes(_served(runs, processes=2), 10.0)
+    served = replace(_served(runs, processes=2), max_batches=(48, 32))
+    (batching, server) = serve_notes(served, 10.0)
+    assert "64 took 4.7 ms); the first process's: the processes' were 48, 32 and a wait" in batching
     assert server == (
         "Server at p99 <= 10 ms, each process's highest target LoadGen judged VALID: "
         "10,546, 9,900 QPS (4 Server runs in all)"

@@ -189,6 +189,7 @@ class Served(Fact):
     service_budget_ms: float | None = None  # auto max batch: (bound - wait) / 2.5
     service_ms: Mapping[str, float] = field(default_factory=dict)  # batch -> warm median ms
     serving_s: float | None = None  # the measurement: choosing, warming up, every LoadGen run
+    max_batches: tuple[int, ...] = ()  # each process's max batch (auto chooses in each)
     processes: int = 1
 
 
@@ -254,6 +255,7 @@ class Serve(Mode):
             processes=first.processes + later.processes,
             serving_s=_sum(first.serving_s, later.serving_s),
             search_s=_sum(first.search_s, later.search_s),
+            max_batches=(*first.max_batches, *later.max_batches),
         )
         return merged.to_metrics()
 
@@ -294,7 +296,7 @@ def _settings(spec: RunSpec, run_batch: Callable[[int], None]) -> tuple[Any, dic
         record["service_ms"] = {str(size): took * 1e3 for size, took in choice.timed}
     else:
         max_batch = MAX_BATCH.of(spec)
-    record.update(max_batch=max_batch, wait_ms=wait_s * 1e3)
+    record.update(max_batch=max_batch, max_batches=(max_batch,), wait_ms=wait_s * 1e3)
     settings = ServeSettings(
         scenarios=(str(SCENARIO.value(spec) or "server"),),
         latency_bound_s=bound_s,

@@ -24,6 +24,9 @@ def batching_note(served: Served) -> str:
     most = f"batches of at most {served.max_batch}"
     if "max_batch" in served.auto and served.service_budget_ms is not None:
         most += f" ({_why_max_batch(served)})"
+    if len(set(served.max_batches)) > 1:
+        chose = ", ".join(str(n) for n in served.max_batches)
+        most += f"; the first process's: the processes' were {chose}"
     wait = f"a wait of {served.wait_ms:.3g} ms"
     if "batch_wait_ms" in served.auto:
         wait += " (auto: the bound / 20)"
