@@ -64,3 +64,17 @@ def test_bad_serve_options_to_optimize_are_one_line_and_exit_2(tmp_path, option,
                   "--db", str(tmp_path / "o.db"))  # fmt: skip
     assert out.returncode == 2
     assert said in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_levers_needing_infers_fixed_batch_forward_say_so_for_serve():
+    from accelbench.devices import resolve_devices
+    from accelbench.engine.runner import make_spec
+    from accelbench.levers import ladder_groups
+    from accelbench.workflows.optimize import levers_not_tried
+    from accelbench.workloads import get_workload
+
+    cpu, mlp = resolve_devices("cpu")[0], get_workload("mlp")
+    skipped = levers_not_tried(make_spec(mlp, cpu, mode="serve"), cpu, mlp, ladder_groups())
+    why = "it needs mode infer's one fixed-batch forward; the search is for serve"
+    assert skipped["int8"] == skipped["pruning"] == skipped["backend"] == why
+    assert "precision" not in skipped

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..core.modes import mode_of
 from ..core.result import RunSpec, Value
 
 if TYPE_CHECKING:
@@ -27,7 +28,25 @@ if TYPE_CHECKING:
     from ..devices import Device, MemoryReading, Timer
     from ..workloads import Batch, Workload
 
-__all__ = ["Lever", "Prepared", "Switch", "Variant", "all_levers", "find_lever", "register"]
+__all__ = [
+    "Lever",
+    "Prepared",
+    "Switch",
+    "Variant",
+    "all_levers",
+    "find_lever",
+    "not_forward_only",
+    "register",
+]
+
+
+def not_forward_only(base: RunSpec) -> str:
+    """Why a lever that needs mode infer's one fixed-batch forward (another backend, int8,
+    pruning) is not tried on `base`'s mode: training has no such forward; generate and serve
+    run the model otherwise (a token loop; batches the batcher forms)."""
+    if mode_of(base).trains:
+        return "an inference lever"
+    return "it needs mode infer's one fixed-batch forward"
 
 
 @dataclass

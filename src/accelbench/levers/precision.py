@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 from ..core import vocab
 from ..core.modes import mode_of
 from ..core.result import PRECISIONS, RunSpec, Value
-from .base import Lever, Prepared, Variant, register
+from .base import Lever, Prepared, Variant, not_forward_only, register
 
 if TYPE_CHECKING:
     from ..devices import Device
@@ -145,5 +145,5 @@ class Precision(Lever):
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
         if group in ("backend", "int8"):
             inference = mode_of(base).forward_only
-            return "" if inference else f"an inference lever; the search is for {base.mode}"
+            return "" if inference else f"{not_forward_only(base)}; the search is for {base.mode}"
         return "" if low_precisions(device) else f"{device.name} runs fp32 only"

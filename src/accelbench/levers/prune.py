@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..core.modes import mode_of
 from ..core.result import RunSpec, Value
-from .base import Lever, Prepared, Variant, register
+from .base import Lever, Prepared, Variant, not_forward_only, register
 
 if TYPE_CHECKING:
     from ..devices import Device
@@ -126,5 +126,5 @@ class Pruning(Lever):
         return (
             ""
             if mode_of(base).forward_only
-            else f"an inference lever; the search is for {base.mode}"
+            else f"{not_forward_only(base)}; the search is for {base.mode}"
         )
