@@ -150,6 +150,8 @@ def test_cli_optimize_runs_the_ladder_stores_it_and_recommends(tmp_path):
         (["--levers", "magic"], "valid: precision, backend, int8, channels_last"),
         (["--budget", "0"], "--budget"),
         (["--budget", "soon"], "--budget"),
+        (["--keep-threshold", "150%"], "--keep-threshold: must be from 0% to 100%"),
+        (["--keep-threshold", "100%"], "--keep-threshold must be a share from 0 to below 1"),
     ],
 )
 def test_optimize_bad_input(args, message, tmp_path):
@@ -196,6 +198,7 @@ def test_a_lever_that_breaks_the_model_does_not_apply_and_the_exit_code_stays_0(
         ({"epochs": 10**10}, "epochs must be a whole number from 1 to 1,000,000,000"),
         ({"warmup": 1.5}, "warmup must be a whole number from 0 to 1,000,000,000, not 1.5"),
         ({"tolerance": "loose"}, "tolerance takes a Tolerance, not 'loose'"),
+        ({"keep_threshold": -0.01}, "--keep-threshold must be a share from 0 to below 1"),
     ],
 )
 def test_an_optimize_request_refuses_numbers_out_of_their_range(fields, said):

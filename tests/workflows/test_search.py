@@ -611,3 +611,33 @@ def test_a_lever_that_does_not_apply_is_not_called_failed_or_drifted():
     # tf32, measured alone, is decided on again as the stack's alternative: a step of its own
     assert _line(path, "tf32") == f" 2. tf32 (alone): pays alone: {verdicts[1].speedup.text()}"
     assert any(line.startswith("   tf32 again (measured above): left out") for line in path)
+
+
+def test_a_lever_that_pays_less_than_the_keep_threshold_is_left_out_and_said_so():
+    """cudnn.benchmark's gain is real but 3%, bf16's 2.8x; the threshold asks for 5%."""
+
+    def rate(spec):
+        gain = 2.8 if spec.precision == "bf16" else 1.0
+        return 900.0 * gain * (1.03 if spec.lever("cudnn_benchmark", False) else 1.0)
+
+    def search(threshold):
+        bench = FakeBench(rate, spread=0.001)
+        base = make_spec(RESNET, GPU, mode="train")
+        return Search(
+            base, GPU, RESNET, ("precision", "cudnn_benchmark"), Tolerance(), bench.measure,
+            lambda spec: None, Budget(1e9, bench.clock), more=bench.more, threshold=threshold,
+        ).run()  # fmt: skip
+
+    strict, lax = search(0.05), search(0.0)
+    kept = {t.rung.name for t in lax.trials if t.outcome.startswith("kept")}
+    assert "bf16 + cudnn_benchmark" in kept  # with no threshold, 3% beyond noise is kept
+    path = "\n".join(strict.path())
+    assert "a gain over fp32 eager, but under the 5% keep threshold: 1.03x [1.0" in path
+    assert not any("cudnn" in t.rung.name and t.phase == "stack" for t in strict.trials)
+    trials = lax.trials
+    at = {id(t): i for i, t in enumerate(trials)}
+    references = [at.get(id(t.parent)) for t in trials]
+    verdicts = assess([t.rung for t in trials], [t.result for t in trials], Tolerance(),
+                      references)  # fmt: skip
+    assert recommend(verdicts).rung.name == "bf16 + cudnn_benchmark"
+    assert recommend(verdicts, 0.05).rung.name == "bf16"  # its step over bf16 is too small

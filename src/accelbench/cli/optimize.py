@@ -134,6 +134,14 @@ def _add_timing(optimize: argparse.ArgumentParser) -> None:
         help="seconds for the whole search (default: 300); variants it leaves out are listed "
         "as not tried",
     )
+    optimize.add_argument(
+        "--keep-threshold",
+        type=share,
+        default=0.02,
+        metavar="SHARE",
+        help="a lever is kept only when its gain's 95%% interval lies above this (default: "
+        "0.02, or 2%%); the path says when a lever paid less",
+    )
 
 
 def request_from(args: argparse.Namespace) -> OptimizeRequest:
@@ -161,7 +169,7 @@ def handle(args: argparse.Namespace) -> int:
         searched = run_ladder(ladder, store, quiet=args.quiet)
         versus_run = _beside_run(store, ladder, searched)
     verdicts = searched.verdicts
-    chosen = recommend(verdicts)
+    chosen = recommend(verdicts, ladder.keep_threshold)
     if args.json:
         emit_json({**_report(searched, chosen, ladder, str(store.path)), "vs_run": versus_run})
     else:
@@ -202,6 +210,7 @@ def _report(searched: Searched, chosen: Assessment, ladder: Ladder, db: str) -> 
         "sweep": ladder.id,
         "tolerance": vars(ladder.tolerance),
         "budget_s": ladder.budget,
+        "keep_threshold": ladder.keep_threshold,
         "wall_s": outcome.wall_s,
         "variants": [
             {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import os
 import tempfile
 import uuid
@@ -52,6 +53,9 @@ __all__ = ["Ladder", "OptimizeRequest", "Searched", "optimize", "plan_ladder", "
 # is within 2%, which a GPU's steady steps reach in a few seconds.
 DEFAULT_SECONDS = 2.0
 DEFAULT_BUDGET = 300.0  # the whole search: a coffee break
+# A lever worth under 2% is not worth a line of the user's code, nor a place in every later
+# trial (cudnn.benchmark kept on resnet50 at 1.00x [1.00–1.01], issue 39).
+DEFAULT_THRESHOLD = 0.02
 SAMPLES_FOR_CI = 6  # the fewest for a distribution-free 95% CI of the median
 # Timed seconds after which a variant stops short of those six samples: one far slower than
 # its peers (fp16 on a CPU without fp16 units: 30 s a gpt2 generation, 14x fp32's) must not
@@ -79,6 +83,8 @@ class OptimizeRequest:
     timeout: float = 900.0  # per variant
     tolerance: Tolerance = Tolerance()
     budget: float = DEFAULT_BUDGET  # seconds for the whole search
+    # a lever is kept only where its gain's 95% interval lies above 1 + this
+    keep_threshold: float = DEFAULT_THRESHOLD
 
     def __post_init__(self) -> None:
         # a workload by name, a lever group or several (workflows/inputs)
@@ -96,6 +102,11 @@ class OptimizeRequest:
             problem = None if value is None else seconds_problem(value)
             if problem:
                 raise UsageError(f"--{name.replace('_', '-')} {problem}, got {value!r}")
+        if not (_share(self.keep_threshold) and self.keep_threshold < 1):
+            raise UsageError(
+                f"--keep-threshold must be a share from 0 to below 1 (0.02 or 2%), got "
+                f"{self.keep_threshold!r}"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)  # ten fields: by name, never by position
@@ -112,6 +123,7 @@ class Ladder:
     timeout: float
     budget: float
     not_tried: dict[str, str]  # levers asked for that do not apply here, and why
+    keep_threshold: float = DEFAULT_THRESHOLD
 
     # Each run of the ladder is its own sweep: a report draws every ladder against its own
     # fp32 eager, never against another run's or another machine's.
@@ -157,6 +169,7 @@ def plan_ladder(request: OptimizeRequest) -> Ladder:
         timeout=request.timeout,
         budget=request.budget,
         not_tried=not_tried,
+        keep_threshold=request.keep_threshold,
     )
 
 
@@ -171,6 +184,12 @@ def _with_mode_args(request: OptimizeRequest, base: RunSpec, workload: Workload)
         base = base.with_mode_args(**{option.name: value})
     mode.check_args(base, workload)
     return base
+
+
+def _share(value: object) -> bool:
+    """Whether `value` is a finite number from 0 up (a bool is not one)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value >= 0  # type: ignore[arg-type,operator]
 
 
 def _one_device(name: str) -> Device:
@@ -237,6 +256,7 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
             plan.timeout,
             on_start,
             more=process,
+            threshold=plan.keep_threshold,
         )
         outcome = search.run()
         bar.update(task, completed=plan.budget)

@@ -119,6 +119,8 @@ class Judgement:
     own: bool = False  # over a reference of its own (int8 over ONNX Runtime's fp32), named
     lead: str = ""  # DRIFT: the words that decided, which no process changes
     tail: str = ""  # words after the figure that no process changes (int8's accuracy cost)
+    # the gain's interval must lie above 1 + this to pay (`optimize --keep-threshold`)
+    threshold: float = 0.0
 
 
 @dataclass
@@ -185,15 +187,18 @@ class SearchOutcome:
         return f"{trial.why} ({_figure(trial.because, final)})"
 
 
-_PAYS = "pays"
+_PAYS, _SMALL = "pays", "small"
 _AGAINST = {"undetermined": "undetermined against", "slower": "slower than"}
 _PLAIN = {_PAYS: "a gain beyond noise"}  # a category in words, after a figure
 
 
-def _category(gain: Speedup) -> str:
-    """A gain as the search reads it: real, too few processes to tell, a loss, or noise."""
-    if gain.low > 1.0:
+def _category(gain: Speedup, threshold: float = 0.0) -> str:
+    """A gain as the search reads it: real and above the keep threshold, real but under it,
+    too few processes to tell, a loss, or noise."""
+    if gain.low > 1.0 + threshold:
         return _PAYS
+    if gain.low > 1.0:
+        return _SMALL
     if gain.no_interval:
         return "undetermined"
     return "slower" if gain.high < 1.0 else "within noise"
@@ -202,12 +207,16 @@ def _category(gain: Speedup) -> str:
 def _decision(judged: Judgement, gain: Speedup) -> str:
     """What `gain` decides for `judged`: alone, which of the categories; elsewhere whether
     it pays (kept on the stack, a reason to try it there)."""
-    category = _category(gain)
+    category = _category(gain, judged.threshold)
     return category if judged.kind == ALONE else str(category == _PAYS)
 
 
 def _words(judged: Judgement, gain: Speedup) -> str:
-    category, over = _category(gain), judged.over.rung.name
+    category, over = _category(gain, judged.threshold), judged.over.rung.name
+    if category == _SMALL:  # real, but not worth a line of the user's code
+        under = f"under the {judged.threshold:.0%} keep threshold"
+        left = "left out" if judged.kind == STACK else "not kept"
+        return f"{left}: a gain over {over}, but {under}"
     if judged.kind == STACK:
         if category == _PAYS:
             return f"kept over {over}"
@@ -231,16 +240,19 @@ def judgement_text(judged: Judgement, final: Speedup) -> str:
         return f"{judged.lead} ({final.text()} over {judged.over.rung.name}){judged.tail}"
     if _decision(judged, final) == _decision(judged, judged.then):
         return f"{_words(judged, final)}: {final.text()}{judged.tail}"
-    category = _category(final)
-    figure = f"{_figure(judged, final)}, {_PLAIN.get(category, category)}"
+    category = _category(final, judged.threshold)
+    plain = "a gain under the keep threshold" if category == _SMALL else category
+    figure = f"{_figure(judged, final)}, {_PLAIN.get(category, plain)}"
     return f"{_words(judged, judged.then)}: {figure}{judged.tail}"
 
 
-def _close(gain: Speedup) -> bool:
-    """A decision more processes could settle that matters: whether a gain of CLOSE or more
-    is real. A ratio below that (about 1, or a loss) would at best be shown a loss, and the
-    search takes neither (on the H200, racing those cost seed-cnn's search a third of its time)."""
-    return not gain.no_interval and not gain.significant and gain.ratio >= 1 + CLOSE
+def _close(gain: Speedup, threshold: float = 0.0) -> bool:
+    """A decision more processes could settle that matters: whether a gain of CLOSE (or the
+    keep threshold) or more clears the threshold. A ratio below that would at best be shown a
+    gain too small to keep, and the search takes none (on the H200, racing those cost
+    seed-cnn's search a third of its time)."""
+    undecided = gain.low <= 1.0 + threshold <= gain.high
+    return not gain.no_interval and undecided and gain.ratio >= 1 + max(CLOSE, threshold)
 
 
 def failure_text(result: Result) -> str:
@@ -273,12 +285,15 @@ class Search:
         timeout: float = 900.0,
         on_start: Callable[[str], None] = lambda name: None,
         more: Callable[[Rung, Result, float], Result] | None = None,
+        threshold: float = 0.0,
     ) -> None:
         self.base, self.device, self.workload = base, device, workload
         self.groups, self.tolerance = tuple(groups), tolerance
         self.measure, self.check, self.budget = measure, check, budget
         self.timeout, self.on_start = timeout, on_start
         self.more = more  # one more process of a variant, merged with its earlier ones
+        # a lever is kept only where its gain's interval lies above 1 + this
+        self.threshold = threshold
         self.reference: Trial | None = None  # fp32 eager once measured: its spread is lent
         self.out = SearchOutcome()
 
@@ -468,7 +483,7 @@ class Search:
                 continue
             gain = self._gain(best, base)
             if gain is not None and self._beats(best, base):
-                paid = Judgement(PAID, best, base, gain)
+                paid = Judgement(PAID, best, base, gain, threshold=self.threshold)
                 found.append((0, -gain.ratio, best, "it paid alone", paid))
             elif reason := lever.pays_with(stack.result.spec):
                 found.append((1, 0.0, best, reason, None))
@@ -534,19 +549,19 @@ class Search:
                 trial.judged = None
                 trial.outcome = f"left out: outside the tolerance: {breach}" if breach else ""
             return False
-        judged = Judgement(STACK, trial, reference, gain)
+        judged = Judgement(STACK, trial, reference, gain, threshold=self.threshold)
         if again:
             self.out.steps.append(judged)
         else:
             trial.judged, trial.outcome = judged, judgement_text(judged, gain)
-        return gain.low > 1.0
+        return gain.low > 1.0 + self.threshold
 
     def _usable(self, trial: Trial) -> bool:
         return trial.measured and self.tolerance.breach(trial.result.facts.get(Drift)) is None
 
     def _beats(self, trial: Trial, reference: Trial) -> bool:
         gain = self._gain(trial, reference)
-        return self._usable(trial) and gain is not None and gain.low > 1.0
+        return self._usable(trial) and gain is not None and gain.low > 1.0 + self.threshold
 
     def _gain(self, trial: Trial, reference: Trial) -> Speedup | None:
         if not trial.measured or not reference.measured:
@@ -559,7 +574,7 @@ class Search:
         """While the gain of `trial` over `reference` is close (its interval holds 1.0, but
         its ratio is a gain of CLOSE or more), run one more process of whichever has fewer,
         up to RACE_MOST each, within the budget."""
-        while (gain := self._gain(trial, reference)) is not None and _close(gain):
+        while (gain := self._gain(trial, reference)) is not None and _close(gain, self.threshold):
             side = reference if self._processes(reference) <= self._processes(trial) else trial
             if self._processes(side) >= RACE_MOST or not self._extend(side):
                 return
@@ -672,7 +687,7 @@ class Search:
         lead = f"outside the tolerance: {breach}" if breach else ""
         cost = _accuracy_cost(trial, ref) if own and not breach else ""
         kind = DRIFT if breach else ALONE
-        trial.judged = Judgement(kind, trial, ref, gain, own, lead, cost)
+        trial.judged = Judgement(kind, trial, ref, gain, own, lead, cost, self.threshold)
         return judgement_text(trial.judged, gain)
 
 
