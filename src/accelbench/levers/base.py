@@ -251,6 +251,11 @@ class Lever:
         """Why the ladder leaves `group` out for this configuration; "" when it does not."""
         return ""
 
+    def preferred(self, spec: RunSpec) -> str:
+        """Why the search takes this lever's value in `spec`, where it paid on the stack, over
+        a faster variant of the same lever ("bf16 needs no GradScaler"), or "" (the fastest)."""
+        return ""
+
 
 class Switch(Lever):
     """A lever that is on or off, named by two words (off first); its label is its name."""

@@ -1,24 +1,21 @@
 """The optimization search: which levers to stack is decided by what was measured.
 
-1. fp32 eager, the baseline every speedup is against.
-2. Each lever's variants alone: first those that relieve what bounds the baseline (a static KV
-   cache where a decode step is bound by the host), then the cheap ones, the costly (an
-   emulated precision, max-autotune) after them; late ones, such as a backend switch (ONNX
-   Runtime fp32), int8 and pruning, last and alone only: they do not stack. A variant with a
-   reference of its own (`Variant.over`: int8 on ONNX Runtime) is judged against it, measured
-   first, so that its gain and accuracy cost are its own and not the backend switch's.
-3. A stack, from the variant that paid most alone (its speedup's 95% CI above 1, its drift
-   within the tolerance). Each other lever is tried on it once, with its best variant alone,
-   if it paid alone or is known to pay in combination (`Lever.pays_with`: channels_last with a
-   low precision, a CUDA graph on a static step); it stays only if it beats the stack beyond
-   noise (the CI of its speedup over the stack above 1).
-4. The stack's levers' alternatives on the finished stack (the other low precisions, the
-   compile modes), each kept only if it beats the stack beyond noise.
+1. fp32 eager, the baseline every speedup is against, and its verdict: what bounds its step.
+2. A greedy stack, in the order the verdict sets: the levers that relieve what bounds the step
+   first (a lower precision where it is compute-bound, a CUDA graph where it is launch-bound),
+   the rest in registration order. Each lever once, its variants on the best stack so far; one
+   stays only where its gain over the stack lies above the keep threshold beyond noise (the
+   95% interval above 1 + `threshold`), and of a lever's variants that stay, the fastest goes
+   on, or the one the lever prefers (`Lever.preferred`: bf16 in training).
+3. The late levers alone, against fp32 eager: a backend switch (ONNX Runtime fp32), int8 on
+   it judged against it (`Variant.over`, measured first), pruning: they do not stack.
+4. The stack's levers' alternatives not measured yet (the compile modes), each kept only where
+   it beats the stack beyond the threshold.
 5. Offered levers (a larger batch) on the best stack, doubling while it pays; never the
    recommendation, always shown with what they change.
 
 A variant that fails (the model's `.view` refuses channels_last, a compile error, OOM) is a
-finding: it is reported with its reason and left out of every later stack. The budget bounds
+finding: it is reported with its reason and the stack goes on without it. The budget bounds
 the whole search: a variant that no longer fits is listed as not tried.
 
 The process is the unit of noise (core.levels). fp32 eager runs in BASELINE_PROCESSES
@@ -39,7 +36,7 @@ from dataclasses import dataclass, field, replace
 
 from ..analysis.compare import Speedup, speedup
 from ..analysis.facts import Drift, Generation
-from ..analysis.verdict import decode_bound
+from ..analysis.verdict import Bottleneck, decode_bound
 from ..backends import all_backends
 from ..core.modes import mode_of
 from ..core.result import Result, RunSpec
@@ -267,6 +264,12 @@ def failure_text(result: Result) -> str:
 
 
 _BOUND_WORDS = {"host": "the host", "kernels": "its kernels"}  # decode_bound's, in a sentence
+# A step's verdict (analysis/verdict) in the words of `Lever.relieves`
+_VERDICT_BOUND = {
+    "launch-bound": "host",
+    "compute-bound": "compute",
+    "memory-bound": "memory bandwidth",
+}
 
 
 class Search:
@@ -305,11 +308,10 @@ class Search:
             while self._processes(base) < BASELINE_PROCESSES and self._extend(base):
                 pass
             self.reference = base
-            singles = self._alone(base)
-            stack = self._stack(base, singles)
-            if stack is not None:
-                stack = self._refine(stack, singles, base)
-            self._offer(stack or base)
+            stack = self._greedy(base)
+            self._late(base)
+            stack = self._refine(stack)
+            self._offer(stack)
         self._unreached(base)
         self.out.wall_s = self.budget.used()
         return self.out
@@ -318,7 +320,6 @@ class Search:
         """Each group asked for that applies here but was neither tried nor skipped, with the
         reason (a group the lever says is left out here is the plan's `levers_not_tried`)."""
         reached = {t.rung.group for t in self.out.trials} | self.out.skipped_groups
-        alone = {v.group for v in self._variants_alone()}
         for lever in self._levers():
             for group in lever.ladder_groups:
                 if group not in self.groups or group in reached:
@@ -329,39 +330,110 @@ class Search:
                     why = "fp32 eager, the baseline, did not run: nothing to measure it against"
                 elif self.budget.left() <= 0:
                     why = "budget: the search's time was used up"
-                elif group not in alone and not lever.offered:
-                    why = f"tried only on a stack with {lever.title}, and none reached it"
+                elif not lever.offered and group not in self._groups_on(self.base):
+                    why = "tried only on a stack that has the lever it refines, and none had it"
                 else:
                     why = "no variant of it applies to this configuration"
                 self.out.skip(group, why)
 
-    def _variants_alone(self) -> list[Variant]:
-        """Every variant the levers asked for and the backends offer on fp32 eager."""
-        variants = [
+    def _groups_on(self, spec: RunSpec) -> set[str]:
+        """The groups with a variant on `spec` itself (not only on a stack that has a lever)."""
+        levers = self._levers()
+        return {
+            v.group for lever in levers for v in lever.variants(spec, self.device, self.workload)
+        }
+
+    def _variants(self, lever: Lever, spec: RunSpec) -> list[Variant]:
+        """`lever`'s variants on `spec` of the groups asked for."""
+        found = lever.variants(spec, self.device, self.workload)
+        return [v for v in found if v.group in self.groups]
+
+    # --- the greedy stack, in the order the baseline's verdict sets -----------------------
+    def _greedy(self, base: Trial) -> Trial:
+        """Each stackable lever once, on the best stack so far, in the verdict's order: its
+        variants measured on the stack, the fastest of those kept (or a preferred one within
+        noise of it) becomes the stack."""
+        stack = base
+        for lever in self._ordered(base):
+            kept = []
+            for v in self._variants(lever, stack.result.spec):
+                why = f"{lever.title}, on the best stack so far"
+                rung = Rung(stack_name(v.spec, self.base), v.spec, v.group)
+                trial = self._try_spec(rung, STACK, why, stack, v.cost, v.costly)
+                if trial is not None and trial.phase == STACK and self._keep(trial, stack):
+                    kept.append(trial)  # decided now, on the figures at the time
+            if kept:
+                stack = self._choose(lever, kept, stack)
+        return stack
+
+    def _ordered(self, base: Trial) -> list[Lever]:
+        """The stackable levers, those that relieve what bounds the baseline's step first
+        (precision where it is compute-bound, a CUDA graph where it is launch-bound); the
+        path says which and why."""
+        bound, words = self._bound(base)
+        levers = self._stackable()
+        first = [lever for lever in levers if bound and bound in lever.relieves]
+        if first and words:
+            titles = ", ".join(lever.title for lever in first if self._variants(lever, self.base))
+            if titles:
+                self.out.steps.append(f"{words}: {titles} first")
+        return first + [lever for lever in levers if lever not in first]
+
+    def _bound(self, base: Trial) -> tuple[str, str]:
+        """What bounds the baseline's step, in `Lever.relieves`' words, and a sentence: a
+        generation's decode step from its floors, any other step from its verdict."""
+        generation = base.result.facts.get(Generation)
+        if generation is not None:
+            bound = decode_bound(generation)
+            return bound, (
+                f"the baseline's decode step is bound by {_BOUND_WORDS.get(bound, bound)} (its "
+                f"larger floor is {generation.decode_floor_share:.0%} of the step)"
+                if bound
+                else ""
+            )
+        verdict = base.result.facts.get(Bottleneck)
+        kind = verdict.kind if verdict is not None else ""
+        bound = _VERDICT_BOUND.get(kind, "")
+        return bound, f"the baseline's step is {kind}" if bound else ""
+
+    def _choose(self, lever: Lever, kept: list[Trial], stack: Trial) -> Trial:
+        """Of `lever`'s variants kept on `stack`, the one the lever prefers (bf16 in training),
+        else the fastest; the path says which and why."""
+        best = max(kept, key=lambda t: self._gain(t, stack).ratio)  # type: ignore[union-attr]
+        for trial in kept:
+            reason = lever.preferred(trial.result.spec)
+            versus = self._gain(best, trial)
+            if trial is best or not reason or versus is None:
+                continue
+            noise = "within noise of it" if versus.low <= 1.0 else "faster here"
+            self.out.steps.append(
+                f"{trial.rung.name} goes on rather than {best.rung.name}, {noise} "
+                f"({versus.text()}): {reason}"
+            )
+            return trial
+        if len(kept) > 1:
+            self.out.steps.append(f"{best.rung.name} goes on: the fastest of {lever.title}'s")
+        return best
+
+    def _late(self, base: Trial) -> None:
+        """The variants measured alone only (a backend switch, int8 on it, pruning), each
+        against fp32 eager or a reference of its own measured just before it."""
+        wanted = [
             v
             for lever in self._levers()
-            if not lever.offered
+            if lever.late
             for v in lever.variants(self.base, self.device, self.workload)
         ]
-        return variants + [
+        every = wanted + [
             v for b in all_backends() for v in b.variants(self.base, self.device, self.workload)
         ]
-
-    def _alone(self, base: Trial) -> list[Trial]:
-        variants = self._variants_alone()
-        wanted = [v for v in variants if v.group in self.groups]
+        asked = [v for v in every if v.group in self.groups]
         # a variant's own reference runs too (int8 asked for without the backend switch)
-        wanted += [v for v in variants if v not in wanted and any(w.over == v.spec for w in wanted)]
-        relieving = self._relieving(base, {v.group for v in wanted})
-        # what relieves the baseline's bound first, then the cheap, so that a tight budget
-        # still sees the levers that matter and most others; the costly and late ones last
-        wanted.sort(key=lambda v: (v.late, v.cost > 1.0, v.group not in relieving, v.cost))
-        trials: list[Trial] = []
-        for v in _references_first(wanted):
-            trial = self._try_variant(v, ALONE, "each lever alone", self._reference(v, base))
-            if trial is not None:
-                trials.append(trial)
-        return trials
+        asked += [v for v in every if v not in asked and any(w.over == v.spec for w in asked)]
+        for v in _references_first(sorted(asked, key=lambda v: v.cost)):
+            self._try_variant(
+                v, ALONE, "measured alone: it does not stack", self._reference(v, base)
+            )
 
     def _reference(self, v: Variant, base: Trial) -> Trial:
         """What `v` is judged against: its own reference where it has one and that ran, else
@@ -371,78 +443,15 @@ class Search:
         own = next((t for t in self.out.trials if t.rung.spec == v.over), None)
         return own if own is not None and own.measured else base
 
-    def _relieving(self, base: Trial, offered: set[str]) -> set[str]:
-        """Of the levers with variants `offered`, those that relieve what bounds the baseline's
-        step, where its measurement says (a generation's decode step, from its floors); the
-        path says which and why."""
-        generation = base.result.facts.get(Generation)
-        bound = decode_bound(generation) if generation is not None else ""
-        levers = [
-            lever
-            for lever in self._levers()
-            if bound and bound in lever.relieves and lever.name in offered
-        ]
-        if levers and generation is not None:
-            self.out.steps.append(
-                f"the baseline's decode step is bound by {_BOUND_WORDS.get(bound, bound)} (its "
-                f"larger floor is {generation.decode_floor_share:.0%} of the step): "
-                f"{', '.join(lever.title for lever in levers)} first"
-            )
-        return {lever.name for lever in levers}
-
-    def _stack(self, base: Trial, singles: list[Trial]) -> Trial | None:
-        paid = sorted(
-            (t for t in singles if not t.rung.late and self._beats(t, base)),
-            key=lambda t: -self._gain(t, base).ratio,  # type: ignore[union-attr]
-        )
-        if not paid:
-            alone = [t.rung.name for t in singles if t.rung.late and self._beats(t, base)]
-            self.out.steps.append(
-                "no lever that stacks paid alone, so no stack was built "
-                f"({', '.join(alone)}: measured alone only)"
-                if alone
-                else "no lever paid alone, so no stack was built"
-            )
-            return None
-        stack = paid[0]
-        tried = {stack.rung.group}
-        self.out.steps.append(f"the stack starts from {stack.rung.name}, the fastest alone")
-        while (pick := self._next_candidate(stack, base, singles, tried)) is not None:
-            choice, reason, because = pick
-            tried.add(choice.rung.group)
-            spec = _merge(stack.result.spec, choice.result.spec, self.base)
-            rung = Rung(stack_name(spec, self.base), spec, choice.rung.group)
-            trial = self._try_spec(rung, STACK, reason, stack)
-            if trial is not None and trial.phase == STACK and trial.why == reason:
-                trial.because = trial.because or because  # measured here, not reached before
-            if trial is not None and self._keep(trial, stack):
-                stack = trial
-        measured = {t.rung.group for t in singles}  # a lever not measured alone is in not_tried
-        for lever in self._stackable():
-            if lever.name not in tried and lever.name in measured:
-                self.out.steps.append(f"not stacked: {self._why_not_stacked(lever, singles)}")
-        return stack
-
-    def _refine(self, stack: Trial, singles: list[Trial], base: Trial) -> Trial:
-        # one the budget cut short did not fail: it is tried again (or said not tried)
-        failed = {
-            t.rung.name: f"it {self._unusable(t)}"
-            for t in singles
-            if not self._usable(t) and not t.budget_cut
-        }
-        slower = {t.rung.name for t in singles if (g := self._gain(t, base)) and g.high < 1.0}
-        alone = {t.rung.name: g.ratio for t in singles if (g := self._gain(t, base))}
+    def _refine(self, stack: Trial) -> Trial:
+        """The stack's levers' alternatives not measured yet (the compile modes), each kept
+        only if it beats the stack beyond the threshold."""
         in_stack = [lever for lever in self._stackable() if lever.active(stack.result.spec)]
         for lever in sorted(in_stack, key=lambda lever: lever.stage):
             alternatives = lever.alternatives(stack.result.spec, self.device, self.workload)
-            # the cheap first, then the fastest alone: the budget may not reach the last
-            for v in sorted(alternatives, key=lambda v: (v.cost, -alone.get(v.name, 0.0))):
-                if v.group not in self.groups:
-                    continue  # an opt-in group not asked for (max-autotune)
-                if v.name in failed.keys() | slower:
-                    why = failed.get(v.name, "slower alone")
-                    self.out.skip(f"{v.name} on the stack", why, v.group)
-                    continue
+            for v in sorted(alternatives, key=lambda v: v.cost):
+                if v.group not in self.groups or self._measured_value(lever, v.spec):
+                    continue  # opt-in and not asked for; or measured on an earlier stack
                 name = stack_name(v.spec, self.base)
                 why = f"another {lever.title} on the finished stack"
                 alternative = replace(v, name=name, late=False)
@@ -450,6 +459,11 @@ class Search:
                 if trial is not None and self._keep(trial, stack):
                     stack = trial
         return stack
+
+    def _measured_value(self, lever: Lever, spec: RunSpec) -> bool:
+        """Whether `lever`'s value in `spec` was measured on some stack already."""
+        value = lever.value(spec)
+        return any(lever.value(t.rung.spec) == value and t.phase == STACK for t in self.out.trials)
 
     def _offer(self, best: Trial) -> None:
         for lever in (lever for lever in self._levers() if lever.offered):
@@ -468,73 +482,6 @@ class Search:
                 current = trial
 
     # --- choosing ---------------------------------------------------------------------------
-    def _next_candidate(
-        self, stack: Trial, base: Trial, singles: list[Trial], tried: set[str]
-    ) -> tuple[Trial, str, Judgement | None] | None:
-        """The next lever to try on the stack, with its best variant alone and the reason (and
-        the figure it rests on): those that paid alone first (by their speedup), then those
-        known to pay with it."""
-        found: list[tuple[int, float, Trial, str, Judgement | None]] = []
-        for lever in self._stackable():
-            if lever.name in tried:
-                continue
-            best = self._best_alone(lever, base, singles, stack.result.spec)
-            if best is None:
-                continue
-            gain = self._gain(best, base)
-            if gain is not None and self._beats(best, base):
-                paid = Judgement(PAID, best, base, gain, threshold=self.threshold)
-                found.append((0, -gain.ratio, best, "it paid alone", paid))
-            elif reason := lever.pays_with(stack.result.spec):
-                found.append((1, 0.0, best, reason, None))
-        if not found:
-            return None
-        _, _, best, reason, because = min(found, key=lambda f: (f[0], f[1]))
-        return best, reason, because
-
-    def _best_alone(
-        self, lever: Lever, base: Trial, singles: list[Trial], stack: RunSpec
-    ) -> Trial | None:
-        """The lever's fastest usable variant alone that the stack can take."""
-        own = [t for t in singles if t.rung.group == lever.name and self._usable(t)]
-        fits = [t for t in own if not self.check(_merge(stack, t.result.spec, self.base))]
-        return max(fits, key=lambda t: self._gain(t, base).ratio, default=None)  # type: ignore[union-attr]
-
-    def _why_not_stacked(self, lever: Lever, singles: list[Trial]) -> str:
-        own = [t for t in singles if t.rung.group == lever.name]
-        done = [t for t in own if not t.budget_cut]  # those the budget cut short tell nothing
-        unfinished = [t.rung.name for t in own if t.budget_cut]
-        cut = f" ({', '.join(unfinished)} not finished: budget)" if unfinished else ""
-        if not done:
-            return f"{lever.title}: not finished alone, the search's budget ran out"
-        if not any(self._usable(t) for t in done):
-            return f"{lever.title}: {self._unusable_text(done)}{cut}"
-        return (
-            f"{lever.title}: it did not pay alone, and nothing known makes it pay on this "
-            f"stack{cut}"
-        )
-
-    def _unusable_text(self, trials: Sequence[Trial]) -> str:
-        """What happened to `trials` alone, none of them usable: "it does not apply here";
-        "tf32 failed alone, bf16 drifted alone (outside the tolerance)"."""
-        said: dict[str, list[str]] = {}
-        for t in trials:
-            said.setdefault(self._unusable(t), []).append(t.rung.name)
-        if len(said) == 1:
-            return f"it {next(iter(said))}"
-        return ", ".join(f"{', '.join(names)} {words}" for words, names in said.items())
-
-    def _unusable(self, trial: Trial) -> str:
-        """Why `trial` may not be used, in the words of its own step."""
-        status = trial.result.status
-        if trial.measured:
-            return "drifted alone (outside the tolerance)"
-        if status == "unsupported":
-            return "does not apply here"
-        if status == "oom":
-            return "ran out of memory alone"
-        return "failed alone" if status == "error" else f"failed alone ({status})"
-
     def _keep(self, trial: Trial, reference: Trial) -> bool:
         """Whether `trial` replaces `reference`; its outcome says why or why not."""
         if not trial.measured:
