@@ -113,6 +113,8 @@ def test_a_launch_bound_step_has_graphs_tried_first_and_each_lever_on_the_stack(
     assert "tf32 + cuda_graphs" in names  # a precision once the launches are captured
     assert "tf32 + compile + cuda_graphs" in names  # compile, which loses alone, inside a graph
     assert not any(t.rung.name in ("tf32", "compile") for t in outcome.trials)  # never alone
+    stacked = [t.rung.name for t in outcome.trials if t.phase == "stack"]
+    assert stacked[-1] == "tf32 + compile + cuda_graphs"  # its set-up is costly: once, last
     verdicts = assess([t.rung for t in outcome.trials], [t.result for t in outcome.trials],
                       Tolerance())  # fmt: skip
     chosen = recommend(verdicts)
@@ -249,18 +251,24 @@ def _decoding_on_an_h200(spec):
     return 1.4 if spec.precision in ("fp16", "bf16") else 1.0
 
 
-def test_a_host_bound_decode_step_has_the_static_cache_tried_first():
+def test_a_costly_set_up_is_held_budget_and_tried_once_last_on_the_best_stack():
     outcome = _generate_search(_decoding_on_an_h200, floor_share=0.05, budget=45.0)
     names = [t.rung.name for t in outcome.trials]
+    # 10 s a process: fp32 eager's three leave 15 s, all held for the static cache's trial
     assert names[:2] == ["fp32 eager", "static-cache + compile:reduce-overhead"]
-    assert len(set(outcome.not_tried)) == len(outcome.not_tried)  # each said once
-    assert (
-        "the baseline's decode step is bound by the host (its larger floor is 5% of the step): "
-        "a static KV cache first"
-    ) in "\n".join(outcome.path())
-    # bound by memory bandwidth, the precisions come first, and the path says why
-    outcome = _generate_search(_decoding_on_an_h200, floor_share=0.8, budget=45.0)
-    assert [t.rung.name for t in outcome.trials][1] == "tf32"
+    assert ("bf16", "budget: the rest is held for a static KV cache, tried last") in (
+        outcome.not_tried
+    )
+    path = outcome.path()
+    assert path[1] == (
+        "   15 s of the budget held for a static KV cache, tried last on the best stack (its "
+        "set-up is costly: tried once)"
+    )
+    # with room, the precisions first, and the static cache on the best of them
+    outcome = _generate_search(_decoding_on_an_h200, floor_share=0.8, budget=200.0)
+    names = [t.rung.name for t in outcome.trials]
+    assert names[1:4] == ["tf32", "fp16", "bf16"]
+    assert names[4] == "fp16 + static-cache + compile:reduce-overhead"
     assert (
         "the baseline's decode step is bound by memory bandwidth (its larger floor is 80% of the "
         "step): precision first"
@@ -270,10 +278,10 @@ def test_a_host_bound_decode_step_has_the_static_cache_tried_first():
 def test_a_variant_the_budget_cut_short_is_not_called_failed():
     outcome = _generate_search(_decoding_on_an_h200, floor_share=0.4, budget=55.0)
     cut = [t for t in outcome.trials if t.budget_cut]
-    assert [t.rung.name for t in cut] == ["bf16"]  # fp16 kept, bf16 cut: fp16 is the stack
+    assert [t.rung.name for t in cut] == ["fp16 + static-cache + compile:reduce-overhead"]
     not_tried = [f"not tried: {name}: {why}" for name, why in outcome.not_tried]
     said = "\n".join(outcome.path() + not_tried)
-    assert "4. bf16 (stack, because precision, on the best stack so far): not finished" in said
+    assert "(alternative, because another precision on the finished stack): not finished" in said
     assert "failed" not in said  # it was not measured, so it did not fail
 
 
@@ -611,3 +619,19 @@ def test_a_lever_that_pays_less_than_the_keep_threshold_is_left_out_and_said_so(
                       references)  # fmt: skip
     assert recommend(verdicts).rung.name == "bf16 + cudnn_benchmark"
     assert recommend(verdicts, 0.05).rung.name == "bf16"  # its step over bf16 is too small
+
+
+def test_a_tight_budget_still_reaches_compile_on_the_best_stack():
+    def rate(spec):
+        low = {"fp32": 1.0, "tf32": 2.4, "fp16": 3.4, "bf16": 2.8}[spec.precision]
+        return 900.0 * low * (2.0 if spec.lever("compile", "") else 1.0)
+
+    # 10 s a process: fp32 eager's three, then 50 s held for compile leave room for two
+    outcome, _ = _search(RESNET, "train", rate, budget=100.0, verdict="compute-bound",
+                         groups=("precision", "channels_last", "compile"))  # fmt: skip
+    names = [t.rung.name for t in outcome.trials]
+    assert names[:4] == ["fp32 eager", "tf32", "fp16", "fp16 + compile"]
+    assert dict(outcome.not_tried)["bf16"] == (
+        "budget: the rest is held for torch.compile, tried last"
+    )
+    assert outcome.trials[3].outcome.startswith("kept over fp16: ")

@@ -62,6 +62,10 @@ PAID, DRIFT = "paid", "drift"  # a Judgement's kinds beside ALONE and STACK
 BASELINE_PROCESSES = 3
 RACE_MOST = 4  # the processes a variant may reach while its decision is close
 CLOSE = 0.03  # a gain under 3% is not worth more processes: too small to want
+# A costly set-up lever's trial against fp32 eager's process: on the H200 resnet50's compile
+# trial took 86 s, fp32 eager's processes about 17 s (BENCHMARKS.md, issue 39's branch).
+SETUP_COST = 5.0
+RESERVE_MOST = 0.5  # the share of the budget that may be held for them
 
 
 class Budget:
@@ -298,6 +302,8 @@ class Search:
         # a lever is kept only where its gain's interval lies above 1 + this
         self.threshold = threshold
         self.reference: Trial | None = None  # fp32 eager once measured: its spread is lent
+        # Seconds of the budget no trial may take but those they are held for, and what for
+        self.held, self.held_for = 0.0, ""
         self.out = SearchOutcome()
 
     # --- the phases ------------------------------------------------------------------------
@@ -308,8 +314,10 @@ class Search:
             while self._processes(base) < BASELINE_PROCESSES and self._extend(base):
                 pass
             self.reference = base
+            self._hold(base)
             stack = self._greedy(base)
             self._late(base)
+            stack = self._setup(stack)
             stack = self._refine(stack)
             self._offer(stack)
         self._unreached(base)
@@ -371,7 +379,7 @@ class Search:
         (precision where it is compute-bound, a CUDA graph where it is launch-bound); the
         path says which and why."""
         bound, words = self._bound(base)
-        levers = self._stackable()
+        levers = self._stackable(setup=False)
         first = [lever for lever in levers if bound and bound in lever.relieves]
         if first and words:
             titles = ", ".join(lever.title for lever in first if self._variants(lever, self.base))
@@ -414,6 +422,42 @@ class Search:
         if len(kept) > 1:
             self.out.steps.append(f"{best.rung.name} goes on: the fastest of {lever.title}'s")
         return best
+
+    def _setups(self, spec: RunSpec) -> list[tuple[Lever, Variant]]:
+        """The costly set-up levers (`Lever.setup_cost`), each with the one variant tried on
+        `spec`."""
+        found = []
+        for lever in self._stackable(setup=True):
+            variants = self._variants(lever, spec)
+            if variants:
+                found.append((lever, variants[0]))
+        return found
+
+    def _hold(self, base: Trial) -> None:
+        """Hold the budget the costly set-up levers need, so that they are always reached:
+        SETUP_COST times fp32 eager's process each, at most RESERVE_MOST of the budget."""
+        setups = self._setups(self.base)
+        if not setups:
+            return
+        per_process = base.wall_s / max(1, self._processes(base))
+        want = SETUP_COST * per_process * len(setups)
+        self.held = min(want, RESERVE_MOST * self.budget.seconds, max(0.0, self.budget.left()))
+        self.held_for = " and ".join(lever.title for lever, _ in setups) + ", tried last"
+        self.out.steps.append(
+            f"{self.held:.0f} s of the budget held for {self.held_for} on the best stack (its "
+            "set-up is costly: tried once)"
+        )
+
+    def _setup(self, stack: Trial) -> Trial:
+        """The costly set-up levers, once each, on the best stack, with the budget held."""
+        self.held, self.held_for = 0.0, ""
+        for lever, v in self._setups(stack.result.spec):
+            why = f"{lever.title}, last: its set-up is costly, so once, on the best stack"
+            rung = Rung(stack_name(v.spec, self.base), v.spec, v.group)
+            trial = self._try_spec(rung, STACK, why, stack, v.cost, v.costly)
+            if trial is not None and trial.phase == STACK and self._keep(trial, stack):
+                stack = trial
+        return stack
 
     def _late(self, base: Trial) -> None:
         """The variants measured alone only (a backend switch, int8 on it, pruning), each
@@ -535,7 +579,7 @@ class Search:
         """One more process of `trial`'s variant, if the budget holds one; whether it added
         samples (a failed process is recorded in the result, and ends its racing)."""
         per_process = trial.wall_s / max(1, self._processes(trial))
-        left = self.budget.left()
+        left = self._room()
         if self.more is None or per_process > left:
             return False
         self.on_start(f"{trial.rung.name}, process {self._processes(trial) + 1}")
@@ -557,8 +601,13 @@ class Search:
             if set(lever.ladder_groups) & set(self.groups) and (every or lever.generates)
         ]
 
-    def _stackable(self) -> list[Lever]:
-        return [lever for lever in self._levers() if lever.searched and not lever.late]
+    def _stackable(self, setup: bool | None = None) -> list[Lever]:
+        """The levers that stack; with `setup`, only those whose `setup_cost` is as given."""
+        return [
+            lever
+            for lever in self._levers()
+            if lever.searched and not lever.late and (setup is None or lever.setup_cost == setup)
+        ]
 
     # --- measuring --------------------------------------------------------------------------
     def _try_variant(self, v: Variant, phase: str, why: str, ref: Trial) -> Trial | None:
@@ -578,7 +627,7 @@ class Search:
         if reason:
             self.out.skip(rung.name, f"cannot run here: {reason}", rung.group)
             return None
-        left = self.budget.left()
+        left = self._room()
         if cost > 1.0 and cost * ref.wall_s > left:
             expected = f"{cost * ref.wall_s:.0f} s" + (f" ({costly})" if costly else "")
             self.out.skip(
@@ -594,15 +643,24 @@ class Search:
             trial.outcome = self._alone_outcome(trial, ref)
         return trial
 
+    def _room(self) -> float:
+        """Seconds left for the trial about to start: the budget's, less what is held."""
+        return self.budget.left() - self.held
+
+    def _no_room(self) -> str:
+        if self.held > 0 and self.budget.left() > 0:
+            return f"budget: the rest is held for {self.held_for}"
+        return "budget: the search's time was used up"
+
     def _try(self, rung: Rung, phase: str, why: str) -> Trial | None:
         done = next(
             (t for t in self.out.trials if t.rung.spec == rung.spec and not t.budget_cut), None
         )
         if done is not None:  # two paths reached one configuration: measured once
             return done
-        left = self.budget.left()
+        left = self._room()
         if left <= 0:
-            self.out.skip(rung.name, "budget: the search's time was used up", rung.group)
+            self.out.skip(rung.name, self._no_room(), rung.group)
             return None
         self.on_start(rung.name)
         timeout = min(self.timeout, left)
