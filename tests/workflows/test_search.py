@@ -54,7 +54,7 @@ class FakeBench:
     def clock(self):
         return self.now
 
-    def measure(self, rung, timeout):
+    def measure(self, rung, timeout, target=None):
         self.now += min(self.seconds, timeout)
         self.specs.append(rung.spec)
         if timeout < self.seconds:
@@ -64,6 +64,9 @@ class FakeBench:
             return Result(spec=rung.spec, status="error", error="RuntimeError: view size is not "
                           "compatible with input tensor's size and stride")  # fmt: skip
         result = _result(rung.spec, rate, seed=len(self.specs), spread=self.spread)
+        m = result.measurement
+        if target is not None and m.repeat / min(m.samples) < target:  # as the worker stops
+            result = replace(result, metrics={**result.metrics, "gave_up_below": target})
         if self.verdict and "drift" not in result.metrics:  # fp32 eager: no drift
             verdict = {"kind": self.verdict, "explanation": self.verdict}
             result = replace(result, metrics={**result.metrics, "verdict": verdict})
@@ -237,7 +240,7 @@ def _generate_search(rate, floor_share, budget):
     measure = _generating(floor_share)
     search = Search(
         base, GPU, workload, ("precision", "kv_cache", "compile"), Tolerance(),
-        lambda rung, timeout: measure(rung, timeout, bench), lambda spec: None,
+        lambda rung, timeout, target: measure(rung, timeout, bench), lambda spec: None,
         Budget(budget, bench.clock), timeout=60.0, more=bench.more,
     )  # fmt: skip
     return search.run()
@@ -292,7 +295,7 @@ def test_on_generate_the_search_leaves_out_levers_that_do_not_generate():
     search = Search(
         make_spec(workload, GPU, mode="generate"), GPU, workload,
         ("precision", "kv_cache", "cuda_graphs"), Tolerance(),
-        lambda rung, timeout: measure(rung, timeout, bench), lambda spec: None,
+        lambda rung, timeout, target: measure(rung, timeout, bench), lambda spec: None,
         Budget(1e9, bench.clock),
     )  # fmt: skip
     outcome = search.run()
@@ -491,7 +494,7 @@ class ScriptedBench(FakeBench):
         super().__init__(None)
         self.rates, self.count = rates, {}
 
-    def measure(self, rung, timeout):
+    def measure(self, rung, timeout, target=None):
         self.now += self.seconds
         self.specs.append(rung.spec)
         script = self.rates[rung.name]
@@ -612,6 +615,12 @@ def test_a_lever_that_pays_less_than_the_keep_threshold_is_left_out_and_said_so(
     assert "bf16 + cudnn_benchmark" in kept  # with no threshold, 3% beyond noise is kept
     path = "\n".join(strict.path())
     assert "left out: a gain over bf16, but under the 5% keep threshold: 1.04x [1.0" in path
+    # fp16 and tf32 cannot reach the threshold's rate: their processes stopped early, and say so
+    assert (
+        " 3. fp16 (stack, because precision, on the best stack so far): left out: within noise "
+        "of fp32 eager: 1.00x [0.98–1.02] (n.s.) (its first process stopped after 12 timed "
+        "samples: even the fastest was slower than the keep threshold asks)"
+    ) in strict.path()
     trials = lax.trials
     at = {id(t): i for i, t in enumerate(trials)}
     references = [at.get(id(t.parent)) for t in trials]

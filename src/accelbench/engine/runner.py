@@ -35,6 +35,7 @@ from ..levers import refused_by_model, spec_with, warmup_needed
 from ..workloads import Workload
 from .facts import (
     CPU_FALLBACK_OPS,
+    GAVE_UP_BELOW,
     LATENCY_ERROR,
     MODEL_OUTPUT,
     OWN_STEPS,
@@ -285,6 +286,8 @@ def _time(
         )
     memory = _sampled(prep.peak_memory(), sampler)  # before the drift check builds more
     recorded = _recorded(spec, prep, state, measurement, fallbacks if watch else None)
+    if stop.gives_up(measurement.samples, measurement.repeat):
+        recorded[GAVE_UP_BELOW] = stop.give_up_rate
     profile_s = None
     if profile is not None:  # after the samples, never inside them
         started = time.perf_counter()

@@ -225,11 +225,15 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
     budget = Budget(plan.budget)
     passes = itertools.count(1)  # no two variants' processes share one: none is paired
 
-    def process(rung: Rung, before: Result | None, timeout: float) -> Result:
+    def process(
+        rung: Rung, before: Result | None, timeout: float, target: float | None = None
+    ) -> Result:
         earlier = before.measurement if before is not None else None
         index = 0 if earlier is None else earlier.processes
         repeat = None if earlier is None else earlier.repeat
-        step = Round(index, plan.stop, planned=index + 1, repeat=repeat)
+        # a first process may stop early where it cannot reach `target` (the keep threshold)
+        stop = replace(plan.stop, give_up_rate=target)
+        step = Round(index, stop, planned=index + 1, repeat=repeat)
         # the verdict needs fp32 eager's probe, in each of its processes
         latest = _run_rung(plan, rung, timeout, rung.spec == plan.base, step)
         result = _settled(merge(before, latest, next(passes)))
@@ -250,7 +254,7 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
             plan.workload,
             plan.groups,
             plan.tolerance,
-            lambda rung, timeout: process(rung, None, timeout),
+            lambda rung, timeout, target: process(rung, None, timeout, target),
             lambda spec: _unsupported(spec, plan),
             budget,
             plan.timeout,

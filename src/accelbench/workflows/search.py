@@ -41,6 +41,7 @@ from ..backends import all_backends
 from ..core.modes import mode_of
 from ..core.result import Result, RunSpec
 from ..devices import Device
+from ..engine.facts import GAVE_UP_BELOW
 from ..levers import Lever, Variant, all_levers
 from ..workloads import Workload
 from .optimize import BASELINE, Rung, Tolerance, stack_name
@@ -163,6 +164,12 @@ class SearchOutcome:
             known = reasons[n] if n < len(reasons) and reasons[n] else ""
             n += 1
             lines.append(f"{n:2}. {step.rung.name} ({step.phase}{why}){outcome}")
+            if GAVE_UP_BELOW in step.result.metrics and step.result.measurement is not None:
+                timed = len(step.result.measurement.per_process[0].samples)
+                lines[-1] += (
+                    f" (its first process stopped after {timed} timed samples: even the "
+                    "fastest was slower than the keep threshold asks)"
+                )
             if known:
                 lines[-1] += f" ({known})"
         return lines
@@ -286,7 +293,7 @@ class Search:
         workload: Workload,
         groups: Sequence[str],
         tolerance: Tolerance,
-        measure: Callable[[Rung, float], Result],
+        measure: Callable[[Rung, float, float | None], Result],
         check: Callable[[RunSpec], str | None],
         budget: Budget,
         timeout: float = 900.0,
@@ -634,7 +641,8 @@ class Search:
                 rung.name, f"budget: expected about {expected}, {left:.0f} s left", rung.group
             )
             return None
-        trial = self._try(rung, phase, why)
+        target = self._target(rung.spec, ref) if phase in (STACK, ALTERNATIVE) else None
+        trial = self._try(rung, phase, why, target)
         if trial is not None and trial is not ref and trial.parent is None:
             trial.parent = ref  # a configuration two paths reached keeps its first
         if trial is not None and trial.measured and ref.measured and trial is not ref:
@@ -652,7 +660,16 @@ class Search:
             return f"budget: the rest is held for {self.held_for}"
         return "budget: the search's time was used up"
 
-    def _try(self, rung: Rung, phase: str, why: str) -> Trial | None:
+    def _target(self, spec: RunSpec, ref: Trial) -> float | None:
+        """The block rate `spec` must beat to be kept on `ref`, for its process to stop early
+        where it cannot (StopRule.give_up_rate); None where the two time other blocks."""
+        m = ref.result.measurement
+        same = ("batch_size", "steps_per_block", "mode", "mode_args")
+        if m is None or any(getattr(spec, f) != getattr(ref.result.spec, f) for f in same):
+            return None
+        return m.rate.median * (1.0 + self.threshold)
+
+    def _try(self, rung: Rung, phase: str, why: str, target: float | None = None) -> Trial | None:
         done = next(
             (t for t in self.out.trials if t.rung.spec == rung.spec and not t.budget_cut), None
         )
@@ -665,7 +682,7 @@ class Search:
         self.on_start(rung.name)
         timeout = min(self.timeout, left)
         started = self.budget.clock()
-        result = self.measure(rung, timeout)
+        result = self.measure(rung, timeout, target)
         trial = Trial(rung, result, phase, why, self.budget.clock() - started)
         if result.status == "timeout" and timeout < self.timeout:
             trial.budget_cut = True
