@@ -61,6 +61,7 @@ SAMPLES_FOR_CI = 6  # the fewest for a distribution-free 95% CI of the median
 # its peers (fp16 on a CPU without fp16 units: 30 s a gpt2 generation, 14x fp32's) must not
 # eat the budget; its interval, from fewer samples, says what they can tell.
 SAMPLE_CAP_S = 30.0
+INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"  # torch.compile's kernels and graphs, per search
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -241,7 +242,7 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
         tag = OptimizeTag(rung.name, vars(plan.tolerance)).to_metrics()
         return store.save(replace(result, sweep=plan.id, metrics={**result.metrics, **tag}))
 
-    with _reference_cache(), progress_bar(disable=quiet) as bar:
+    with _search_folder(), progress_bar(disable=quiet) as bar:
         task = bar.add_task(plan.ref.name, total=plan.budget)
 
         def on_start(name: str) -> None:
@@ -297,20 +298,30 @@ def _settled(result: Result) -> Result:
 
 
 @contextlib.contextmanager
-def _reference_cache() -> Iterator[None]:
-    """One folder of fp32 reference outputs for the search's workers, removed after it."""
+def _search_folder() -> Iterator[None]:
+    """One temporary folder for the search's workers, removed after it: the fp32 reference
+    outputs, the workload's model built once (workloads/weights), and Inductor's cache, so
+    that a compiled stack's later processes do not compile from nothing (a cache the user
+    named in TORCHINDUCTOR_CACHE_DIR is theirs, and kept)."""
     from ..analysis.drift import CACHE_DIR
+    from ..workloads.weights import WEIGHTS_DIR
 
-    before = os.environ.get(CACHE_DIR)
-    with tempfile.TemporaryDirectory(prefix="accelbench-reference-") as folder:
-        os.environ[CACHE_DIR] = folder  # workers take the parent's environment as it is
+    with tempfile.TemporaryDirectory(prefix="accelbench-search-") as folder:
+        names = {CACHE_DIR: "reference", WEIGHTS_DIR: "weights", INDUCTOR_CACHE: "inductor"}
+        if os.environ.get(INDUCTOR_CACHE):
+            del names[INDUCTOR_CACHE]
+        before = {name: os.environ.get(name) for name in names}
+        for name, sub in names.items():
+            (Path(folder) / sub).mkdir()
+            os.environ[name] = str(Path(folder) / sub)  # workers take the parent's environment
         try:
             yield
         finally:
-            if before is None:
-                os.environ.pop(CACHE_DIR, None)
-            else:
-                os.environ[CACHE_DIR] = before
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def _unsupported(spec: RunSpec, plan: Ladder) -> str | None:
