@@ -286,8 +286,7 @@ def _time(
         )
     memory = _sampled(prep.peak_memory(), sampler)  # before the drift check builds more
     recorded = _recorded(spec, prep, state, measurement, fallbacks if watch else None)
-    if stop.gives_up(measurement.samples, measurement.repeat):
-        recorded[GAVE_UP_BELOW] = stop.give_up_rate
+    recorded.update(_gave_up(stop, measurement))
     profile_s = None
     if profile is not None:  # after the samples, never inside them
         started = time.perf_counter()
@@ -315,6 +314,13 @@ def _recorded(
     if fallbacks is not None:
         recorded[CPU_FALLBACK_OPS] = list(dict.fromkeys(fallbacks))
     return mode_of(spec).recorded(recorded, measurement, spec)
+
+
+def _gave_up(stop: StopRule, measurement: Measurement) -> dict[str, Any]:
+    """The rate the samples fell short of, where the rule stopped them early for that."""
+    if not stop.gives_up(measurement.samples, measurement.repeat):
+        return {}
+    return {GAVE_UP_BELOW: stop.give_up_rate}
 
 
 def _sampled(memory: MemoryReading, sampler: PeakSampler | None) -> MemoryReading:

@@ -10,7 +10,7 @@ import math
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -218,12 +218,14 @@ class Searched:
         return self.outcome.path(reasons)
 
 
-def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
-    """The search, each variant measured and stored as its processes land, then judged
-    against fp32 eager. Each variant starts with one process (fp32 eager with several, whose
-    spread the others borrow); the search adds processes where a decision is close."""
+ProcessFn = Callable[..., Result]
+
+
+def _processes(plan: Ladder, store: Store) -> ProcessFn:
+    """One process of a variant, merged with its earlier ones (`before`), analyzed and stored
+    as it lands; a first process may stop early where it cannot reach `target`, the block rate
+    the keep threshold asks of it on its stack (StopRule.give_up_rate)."""
     analyze = Analyzer(store.calibrations())
-    budget = Budget(plan.budget)
     passes = itertools.count(1)  # no two variants' processes share one: none is paired
 
     def process(
@@ -232,7 +234,6 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
         earlier = before.measurement if before is not None else None
         index = 0 if earlier is None else earlier.processes
         repeat = None if earlier is None else earlier.repeat
-        # a first process may stop early where it cannot reach `target` (the keep threshold)
         stop = replace(plan.stop, give_up_rate=target)
         step = Round(index, stop, planned=index + 1, repeat=repeat)
         # the verdict needs fp32 eager's probe, in each of its processes
@@ -242,6 +243,15 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
         tag = OptimizeTag(rung.name, vars(plan.tolerance)).to_metrics()
         return store.save(replace(result, sweep=plan.id, metrics={**result.metrics, **tag}))
 
+    return process
+
+
+def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
+    """The search, each variant measured and stored as its processes land, then judged
+    against fp32 eager. Each variant starts with one process (fp32 eager with several, whose
+    spread the others borrow); the search adds processes where a decision is close."""
+    budget = Budget(plan.budget)
+    process = _processes(plan, store)
     with _search_folder(), progress_bar(disable=quiet) as bar:
         task = bar.add_task(plan.ref.name, total=plan.budget)
 
