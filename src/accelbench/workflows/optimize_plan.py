@@ -46,6 +46,7 @@ from .optimize import (
     opt_in_not_asked,
 )
 from .search import Budget, Search, SearchOutcome
+from .search_time import SearchTime, search_time
 
 __all__ = ["Ladder", "OptimizeRequest", "Searched", "optimize", "plan_ladder", "run_ladder"]
 
@@ -208,6 +209,7 @@ class Searched:
 
     outcome: SearchOutcome
     verdicts: list[Assessment]
+    time: SearchTime | None = None  # where its wall time went; None where not measured
 
     def path(self) -> list[str]:
         """The search's path as the console and --json show it: each step's figure with every
@@ -281,7 +283,7 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
     verdicts = assess(
         [t.rung for t in trials], [t.result for t in trials], plan.tolerance, references
     )
-    return Searched(outcome, verdicts)
+    return Searched(outcome, verdicts, search_time([t.result for t in trials], outcome.wall_s))
 
 
 def optimize(

@@ -41,10 +41,10 @@ from ..backends import all_backends
 from ..core.modes import mode_of
 from ..core.result import Result, RunSpec
 from ..devices import Device
-from ..engine.facts import GAVE_UP_BELOW
+from ..engine.facts import GAVE_UP_BELOW, Overhead
 from ..levers import Lever, Variant, all_levers
 from ..workloads import Workload
-from .optimize import BASELINE, Rung, Tolerance, stack_name
+from .optimize import BASELINE, Rung, Tolerance, assess, recommend, stack_name
 
 __all__ = [
     "Budget",
@@ -66,7 +66,15 @@ CLOSE = 0.03  # a gain under 3% is not worth more processes: too small to want
 # A costly set-up lever's trial against fp32 eager's process: on the H200 resnet50's compile
 # trial took 86 s, fp32 eager's processes about 17 s (BENCHMARKS.md, issue 39's branch).
 SETUP_COST = 5.0
-RESERVE_MOST = 0.5  # the share of the budget that may be held for them
+RESERVE_MOST = 0.5  # the share of the budget that may be held for them and the confirmation
+# The recommendation is confirmed in this many full processes (no early stop); the budget
+# holds CONFIRM_COST times fp32 eager's process for it (two more, each up to twice as long:
+# a compiled one compiles again, from the search's cache).
+CONFIRM_PROCESSES = 3
+CONFIRM_COST = 4.0
+# A trial is not started with less room than this share of fp32 eager's process: it would
+# only be cut short.
+LEAST_ROOM = 0.5
 
 
 class Budget:
@@ -326,6 +334,7 @@ class Search:
             self._late(base)
             stack = self._setup(stack)
             stack = self._refine(stack)
+            self._confirm(self._winner())
             self._offer(stack)
         self._unreached(base)
         self.out.wall_s = self.budget.used()
@@ -444,27 +453,58 @@ class Search:
         """Hold the budget the costly set-up levers need, so that they are always reached:
         SETUP_COST times fp32 eager's process each, at most RESERVE_MOST of the budget."""
         setups = self._setups(self.base)
-        if not setups:
-            return
-        per_process = base.wall_s / max(1, self._processes(base))
-        want = SETUP_COST * per_process * len(setups)
+        want = (SETUP_COST * len(setups) + CONFIRM_COST) * self._per_process(base)
         self.held = min(want, RESERVE_MOST * self.budget.seconds, max(0.0, self.budget.left()))
-        self.held_for = " and ".join(lever.title for lever, _ in setups) + ", tried last"
-        self.out.steps.append(
-            f"{self.held:.0f} s of the budget held for {self.held_for} on the best stack (its "
-            "set-up is costly: tried once)"
-        )
+        titles = " and ".join(lever.title for lever, _ in setups)
+        self.held_for = f"{titles}, tried last, and " if titles else ""
+        self.held_for += "confirming the recommendation"
+        costly = f" ({titles}: a costly set-up, tried once on the best stack)" if titles else ""
+        self.out.steps.append(f"{self.held:.0f} s of the budget held for {self.held_for}{costly}")
 
     def _setup(self, stack: Trial) -> Trial:
         """The costly set-up levers, once each, on the best stack, with the budget held."""
-        self.held, self.held_for = 0.0, ""
+        self.held = 0.0
         for lever, v in self._setups(stack.result.spec):
             why = f"{lever.title}, last: its set-up is costly, so once, on the best stack"
             rung = Rung(stack_name(v.spec, self.base), v.spec, v.group)
             trial = self._try_spec(rung, STACK, why, stack, v.cost, v.costly)
             if trial is not None and trial.phase == STACK and self._keep(trial, stack):
                 stack = trial
+        # what is left of the hold is the confirmation's: its processes, as long as the stack's
+        more = (CONFIRM_PROCESSES - 1) * self._per_process(stack)
+        self.held = min(more, max(0.0, self.budget.left()))
+        self.held_for = "confirming the recommendation"
         return stack
+
+    def _winner(self) -> Trial:
+        """The trial the recommendation takes, as the command will judge it."""
+        trials = self.out.trials
+        at = {id(t): i for i, t in enumerate(trials)}
+        references = [at.get(id(t.parent)) if t.parent is not None else None for t in trials]
+        rungs, results = [t.rung for t in trials], [t.result for t in trials]
+        verdicts = assess(rungs, results, self.tolerance, references)
+        return trials[verdicts.index(recommend(verdicts, self.threshold))]
+
+    def _confirm(self, winner: Trial) -> None:
+        """The recommendation in CONFIRM_PROCESSES full processes, within the budget."""
+        self.held, self.held_for = 0.0, ""
+        # its compile is in the search's cache now: half its warm-up is the guess it saves
+        overhead = winner.result.facts.get(Overhead)
+        warm = (overhead.warmup_s or 0.0) if overhead is not None else 0.0
+        expected = self._per_process(winner) - 0.5 * warm / max(1, self._processes(winner))
+        while self._processes(winner) < CONFIRM_PROCESSES and self._extend(winner, expected):
+            pass
+        n = self._processes(winner)
+        if winner is self.reference:
+            return  # fp32 eager stays, measured in its processes
+        short = "" if n >= CONFIRM_PROCESSES else f" (of {CONFIRM_PROCESSES}: budget)"
+        gain = self._gain(winner, self.reference) if self.reference is not None else None
+        figure = f": {gain.text()} over {BASELINE}" if gain is not None else ""
+        processes = "1 process" if n == 1 else f"{n} processes"
+        self.out.steps.append(f"{winner.rung.name} confirmed in {processes}{short}{figure}")
+
+    def _per_process(self, trial: Trial) -> float:
+        return trial.wall_s / max(1, self._processes(trial))
 
     def _late(self, base: Trial) -> None:
         """The variants measured alone only (a backend switch, int8 on it, pruning), each
@@ -582,10 +622,11 @@ class Search:
         m = trial.result.measurement
         return 0 if m is None else m.processes
 
-    def _extend(self, trial: Trial) -> bool:
-        """One more process of `trial`'s variant, if the budget holds one; whether it added
-        samples (a failed process is recorded in the result, and ends its racing)."""
-        per_process = trial.wall_s / max(1, self._processes(trial))
+    def _extend(self, trial: Trial, expected: float | None = None) -> bool:
+        """One more process of `trial`'s variant, if the budget holds one (of `expected`
+        seconds; else as long as its earlier ones); whether it added samples (a failed process
+        is recorded in the result, beside the earlier ones, and ends its racing)."""
+        per_process = self._per_process(trial) if expected is None else expected
         left = self._room()
         if self.more is None or per_process > left:
             return False
@@ -676,7 +717,8 @@ class Search:
         if done is not None:  # two paths reached one configuration: measured once
             return done
         left = self._room()
-        if left <= 0:
+        least = LEAST_ROOM * self._per_process(self.reference) if self.reference else 0.0
+        if left <= 0 or left < least:
             self.out.skip(rung.name, self._no_room(), rung.group)
             return None
         self.on_start(rung.name)
