@@ -20,7 +20,7 @@ class SearchTime:
 
     wall_s: float  # the search's, start to end
     start_s: float  # worker start and imports, loading the workload
-    build_s: float  # building (or loading) the model and its inputs
+    build_s: float  # building (or loading) the model, its inputs and levers (a graph capture)
     warmup_s: float  # warm-up blocks: first calls, cuDNN's autotuning, torch.compile
     timed_s: float  # the timed samples
     checks_s: float  # drift, the verdict's probe, FLOPs, latency, profiles
@@ -36,9 +36,10 @@ class SearchTime:
     def text(self) -> str:
         return (
             f"the search's {self.wall_s:.0f} s: set-up {self.setup_s:.0f} s (worker start and "
-            f"imports {self.start_s:.0f} s, building the model {self.build_s:.0f} s, warm-up "
-            f"and compiling {self.warmup_s:.0f} s), measuring {self.timed_s:.0f} s, checks "
-            f"(drift, the verdict's probe) {self.checks_s:.0f} s, the rest {self.rest_s:.0f} s"
+            f"imports {self.start_s:.0f} s, building model, inputs and levers "
+            f"{self.build_s:.0f} s, warm-up and compiling {self.warmup_s:.0f} s), measuring "
+            f"{self.timed_s:.0f} s, checks (drift, the verdict's probe) {self.checks_s:.0f} s, "
+            f"the rest {self.rest_s:.0f} s"
         )
 
     def to_dict(self) -> dict[str, float]:
