@@ -645,7 +645,6 @@ def test_a_tight_budget_still_reaches_compile_on_the_best_stack():
     names = [t.rung.name for t in outcome.trials]
     assert names[:4] == ["fp32 eager", "tf32", "fp16", "fp16 + compile"]
     assert dict(outcome.not_tried)["bf16"] == (
-        "budget: the rest is held for torch.compile, tried last, and confirming the "
-        "recommendation"
+        "budget: the rest is held for torch.compile, tried last, and confirming the recommendation"
     )
     assert outcome.trials[3].outcome.startswith("kept over fp16: ")

@@ -4,8 +4,7 @@ weights and the same RNG state after them as a build with the seed, and any fail
 import torch
 from torch import nn
 
-from accelbench.workloads import get_workload
-from accelbench.workloads import weights
+from accelbench.workloads import get_workload, weights
 from accelbench.workloads.weights import WEIGHTS_DIR, build_seeded
 
 
