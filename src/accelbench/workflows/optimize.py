@@ -392,9 +392,10 @@ def stack_name(spec: RunSpec, base: RunSpec) -> str:
     """A configuration named by what it changes from `base`, in the order it applies: "bf16 +
     channels_last + compile"; another backend first, with its precision: "onnxruntime-cpu
     int8"."""
-    parts = [f"{spec.backend} {spec.precision}"] if spec.backend != base.backend else []
+    switched = spec.backend != base.backend  # the backend's part names the precision
+    parts = [f"{spec.backend} {spec.precision}"] if switched else []
     for lever in sorted(all_levers(), key=lambda lever: lever.stage):
         value = lever.value(spec)
-        if value != lever.value(base) and not (parts and lever is find_lever("precision")):
+        if value != lever.value(base) and not (switched and lever is find_lever("precision")):
             parts.append(spec.precision if lever.name == "precision" else lever.label(value))
     return " + ".join(p for p in parts if p) or BASELINE

@@ -392,10 +392,12 @@ class Search:
 
     def _ordered(self, base: Trial) -> list[Lever]:
         """The stackable levers, those that relieve what bounds the baseline's step first
-        (precision where it is compute-bound, a CUDA graph where it is launch-bound); the
-        path says which and why."""
+        (precision where it is compute-bound, a CUDA graph where it is launch-bound), then a
+        setting of the host (the thread count), then the rest; the path says which and why."""
         bound, words = self._bound(base)
         levers = self._stackable(setup=False)
+        # a setting of the host (the thread count) first: every later figure is taken on it
+        levers.sort(key=lambda lever: not lever.kept_by_eager)
         first = [lever for lever in levers if bound and bound in lever.relieves]
         if first and words:
             titles = ", ".join(lever.title for lever in first if self._variants(lever, self.base))
