@@ -35,22 +35,23 @@ def add_parser(commands: Commands) -> None:
     optimize = commands.add_parser(
         "optimize",
         help="search the optimizations that apply, measure speedup and drift, recommend one",
-        description="The optimization search: fp32 eager and its verdict; then each lever once, on the "
-        "best stack so far, those that relieve what bounds the step first (tf32, fp16, bf16 "
-        "and channels_last where it is compute-bound, CUDA graphs where it is launch-bound; "
-        "then on the CPU the thread count; then cudnn.benchmark, a foreach or fused "
-        "optimizer), each kept only if its gain over the stack lies above --keep-threshold "
-        "beyond noise; for inference also a backend switch, ONNX Runtime fp32 (Core ML on the"
-        " Mac), int8 on it judged against it, and pruning, alone; then torch.compile (for "
-        "generate a static KV cache with a compiled decode step) once, last, on the best "
-        "stack, with budget held for it; then the compile modes; then a larger batch, offered"
-        " but never recommended. Each variant runs in its own process with its speedup over "
-        "fp32 eager (bootstrap 95% CI) and its drift from the fp32 model on the same inputs; "
-        "a variant that fails is reported as not applying. Recommends the fastest variant "
-        "within the tolerance, confirmed in three processes, with the factors its gain is "
-        "made of; prints the path the search took and where its time went (set-up, "
-        "measuring), and lists each lever not tried with the reason. Exit code 0 when fp32 "
-        "eager ran, 1 when it failed, 2 for bad input.",
+        description="The optimization search: fp32 eager and its verdict; then each lever once, on "
+        "the best stack so far, those that relieve what bounds the step first (tf32, "
+        "fp16, bf16 and channels_last where it is compute-bound, CUDA graphs where it is "
+        "launch-bound; then on the CPU the thread count; then cudnn.benchmark, a foreach "
+        "or fused optimizer), each kept only if its gain over the stack lies above "
+        "--keep-threshold beyond noise; for inference also a backend switch, ONNX Runtime"
+        " fp32 (Core ML on the Mac), int8 on it judged against it, and pruning, alone; "
+        "then torch.compile (for generate a static KV cache with a compiled decode step) "
+        "once, last, on the best stack, with budget held for it; then the compile modes; "
+        "then a larger batch, offered but never recommended. Each variant runs in its own"
+        " process with its speedup over fp32 eager (bootstrap 95% CI) and its drift from "
+        "the fp32 model on the same inputs; a variant that fails is reported as not "
+        "applying. Recommends the fastest variant within the tolerance, confirmed in "
+        "three processes, with the factors its gain is made of; prints the path the "
+        "search took and where its time went (set-up, measuring), and lists each lever "
+        "not tried with the reason. Exit code 0 when fp32 eager ran, 1 when it failed, 2 "
+        "for bad input.",
     )
     optimize.add_argument("workload", nargs="?", help="a workload name (or use --model)")
     add_model_options(optimize.add_argument_group("your own model"))
