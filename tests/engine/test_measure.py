@@ -115,3 +115,20 @@ def test_the_timed_phase_context_encloses_the_timed_samples_only():
     measure(fake.run_block, fake.timer, StopRule(blocks=2, warmup=1), timed_phase=Phase())
     warmup = ["sync", "clock", "block", "sync", "clock"]
     assert fake.log == warmup + ["enter"] + warmup * 2 + ["exit"]
+
+
+def test_a_process_that_cannot_reach_the_rate_asked_for_gives_up_after_its_minimum():
+    """The search's early stop: 0.5 s a block is 2 blocks/s; the stack asks for more than 2.5."""
+    fake = Recorder([0.5] * 40)
+    rule = StopRule(warmup=0, max_time=1e9, min_samples=6, min_sample_s=0.0, give_up_rate=2.5)
+    m = measure(fake.run_block, fake.timer, rule)
+    assert len(m.samples) == 6 and rule.gives_up(m.samples, m.repeat)
+    # one sample fast enough keeps it going: its median could still be there
+    fake = Recorder([0.5] * 5 + [0.3] + [0.5] * 20)
+    rule = StopRule(warmup=0, max_time=10.0, min_samples=6, min_sample_s=0.0, give_up_rate=2.5)
+    m = measure(fake.run_block, fake.timer, rule)
+    assert len(m.samples) > 6 and not rule.gives_up(m.samples, m.repeat)
+    # a count of blocks asked for is timed whole
+    fake = Recorder([0.5] * 8)
+    m = measure(fake.run_block, fake.timer, StopRule(blocks=8, warmup=0, give_up_rate=2.5))
+    assert len(m.samples) == 8

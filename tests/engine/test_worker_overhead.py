@@ -203,3 +203,19 @@ def test_a_worker_compiles_in_process_unless_the_user_names_a_count(asked, seen)
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == seen.split()
+
+
+def test_a_worker_asked_for_a_rate_it_cannot_reach_stops_at_six_samples_and_says_so():
+    """The optimization search's early stop, in a real worker: no CPU runs the mlp at 10^9
+    blocks a second, so its process stops after the six samples an interval needs."""
+    from accelbench.engine.facts import GAVE_UP_BELOW
+
+    spec = make_spec(get_workload("mlp"), CPU, steps_per_block=1)
+    rule = StopRule(max_time=30.0, min_samples=6, give_up_rate=1e9)
+    result = run_isolated(spec, MLP, rule, 120, probe=False)
+    assert result.status == "ok", result.error
+    assert len(result.measurement.samples) == 6
+    assert result.metrics[GAVE_UP_BELOW] == 1e9
+    # a rate any CPU reaches: it times on, to the rule's own end
+    result = run_isolated(spec, MLP, replace(rule, max_time=1.0, give_up_rate=1.0), 120)
+    assert GAVE_UP_BELOW not in result.metrics and len(result.measurement.samples) >= 6

@@ -45,15 +45,16 @@ class FakeBench:
     """Measures a spec as `rate(spec)` says; None is an error (the lever broke the model).
     Each measurement takes `seconds` on a fake clock, or stops at its timeout."""
 
-    def __init__(self, rate, seconds=10.0, spread=0.01):
+    def __init__(self, rate, seconds=10.0, spread=0.01, verdict=""):
         self.rate, self.seconds, self.now, self.specs = rate, seconds, 0.0, []
         self.spread = spread  # how far a process lands from `rate`
+        self.verdict = verdict  # fp32 eager's verdict ("launch-bound"), where it has one
         self.processes = []  # the specs given a process beyond their first
 
     def clock(self):
         return self.now
 
-    def measure(self, rung, timeout):
+    def measure(self, rung, timeout, target=None):
         self.now += min(self.seconds, timeout)
         self.specs.append(rung.spec)
         if timeout < self.seconds:
@@ -62,17 +63,26 @@ class FakeBench:
         if rate is None:
             return Result(spec=rung.spec, status="error", error="RuntimeError: view size is not "
                           "compatible with input tensor's size and stride")  # fmt: skip
-        return _result(rung.spec, rate, seed=len(self.specs), spread=self.spread)
+        result = _result(rung.spec, rate, seed=len(self.specs), spread=self.spread)
+        m = result.measurement
+        if target is not None and m.repeat / min(m.samples) < target:  # as the worker stops
+            result = replace(result, metrics={**result.metrics, "gave_up_below": target})
+        if self.verdict and "drift" not in result.metrics:  # fp32 eager: no drift
+            verdict = {"kind": self.verdict, "explanation": self.verdict}
+            result = replace(result, metrics={**result.metrics, "verdict": verdict})
+        return result
 
     def more(self, rung, before, timeout):
         """One more process of a variant, merged with its earlier ones (engine/rounds)."""
         self.processes.append(rung.spec)
         latest = self.measure(rung, timeout)
-        return merge(before, replace(latest, metrics={}), len(self.specs))
+        verdict = {k: v for k, v in latest.metrics.items() if k == "verdict"}  # each its own
+        return merge(before, replace(latest, metrics=verdict), len(self.specs))
 
 
-def _search(workload, mode, rate, budget=1e9, groups=None, seconds=10.0, spread=0.01):
-    bench = FakeBench(rate, seconds, spread)
+def _search(workload, mode, rate, budget=1e9, groups=None, seconds=10.0, spread=0.01,
+            verdict=""):  # fmt: skip
+    bench = FakeBench(rate, seconds, spread, verdict)
     base = make_spec(workload, GPU, mode=mode)
     search = Search(
         base, GPU, workload, groups or ladder_groups(), Tolerance(), bench.measure,
@@ -99,20 +109,25 @@ def _seed_cnn_on_an_h200(spec):
     return rate * spec.batch_size / 64**0.5 / 8  # a larger batch pays a little
 
 
-def test_a_lever_that_does_not_pay_alone_is_stacked_where_it_is_known_to_pay():
-    outcome, bench = _search(SEED, "train", _seed_cnn_on_an_h200)
+def test_a_launch_bound_step_has_graphs_tried_first_and_each_lever_on_the_stack():
+    outcome, bench = _search(SEED, "train", _seed_cnn_on_an_h200, verdict="launch-bound")
     names = [t.rung.name for t in outcome.trials]
-    assert names[0] == "fp32 eager"
+    assert names[:2] == ["fp32 eager", "cuda_graphs"]  # what relieves the launches, first
     assert "tf32 + cuda_graphs" in names  # a precision once the launches are captured
-    assert "tf32 + compile + cuda_graphs" in names  # compile, which lost alone, inside a graph
+    assert "tf32 + compile + cuda_graphs" in names  # compile, which loses alone, inside a graph
+    assert not any(t.rung.name in ("tf32", "compile") for t in outcome.trials)  # never alone
+    stacked = [t.rung.name for t in outcome.trials if t.phase == "stack"]
+    assert stacked[-1] == "tf32 + compile + cuda_graphs"  # its set-up is costly: once, last
     verdicts = assess([t.rung for t in outcome.trials], [t.result for t in outcome.trials],
                       Tolerance())  # fmt: skip
     chosen = recommend(verdicts)
     assert chosen.rung.name == "tf32 + compile + cuda_graphs"
     assert chosen.speedup.ratio == pytest.approx(101 * 1.14 * 1.24 / 27, rel=0.03)
     path = "\n".join(outcome.path())
-    assert "the stack starts from cuda_graphs, the fastest alone" in path
-    assert "because with the launches captured in a graph" in path
+    assert "the baseline's step is launch-bound: CUDA graphs first" in path
+    # compute-bound, the precisions come first
+    outcome, _ = _search(SEED, "train", _seed_cnn_on_an_h200, verdict="compute-bound")
+    assert [t.rung.name for t in outcome.trials][1:4] == ["tf32", "fp16", "bf16"]
 
 
 def test_a_lever_that_breaks_the_model_is_a_finding_left_out_of_every_stack():
@@ -120,11 +135,10 @@ def test_a_lever_that_breaks_the_model_is_a_finding_left_out_of_every_stack():
     broken = [t for t in outcome.trials if t.rung.name == "channels_last"]
     assert broken and broken[0].outcome.startswith("does not apply to this model: RuntimeError")
     with_it = [s for s in bench.specs if s.lever("channels_last", False)]
-    assert len(with_it) == 1  # measured alone, then never again
-    assert "not stacked: channels_last: it failed alone" in "\n".join(outcome.path())
+    assert len(with_it) == 1  # measured once, then never again
 
 
-def test_alternatives_are_chosen_by_measurement_on_the_finished_stack():
+def test_in_training_bf16_goes_on_the_stack_over_a_faster_fp16_and_wins_compiled():
     """resnet50 training on an H200: fp16 alone beats bf16, bf16 wins once compiled."""
 
     def rate(spec):
@@ -135,17 +149,17 @@ def test_alternatives_are_chosen_by_measurement_on_the_finished_stack():
             low *= 1.05 if spec.precision in ("fp16", "bf16") else 0.97
         return 900.0 * low
 
-    outcome, _ = _search(RESNET, "train", rate, groups=("precision", "channels_last", "compile"))
+    groups = ("precision", "channels_last", "compile")
+    outcome, _ = _search(RESNET, "train", rate, groups=groups, verdict="compute-bound")
     verdicts = assess([t.rung for t in outcome.trials], [t.result for t in outcome.trials],
                       Tolerance())  # fmt: skip
     chosen = recommend(verdicts)
-    assert chosen.result.spec.precision == "bf16"
-    spec = chosen.result.spec
-    assert spec.lever("compile", "") and spec.lever("channels_last", False)
-    alternative = next(t for t in outcome.trials if t.rung.name == chosen.rung.name)
-    assert alternative.phase == "alternative" and alternative.outcome.startswith("kept")
-    alternatives = [t.rung.spec.precision for t in outcome.trials if t.phase == "alternative"]
-    assert alternatives[:2] == ["bf16", "tf32"]  # the faster alone first (the budget may end)
+    assert chosen.rung.name == "bf16 + channels_last + compile"
+    assert chosen.speedup.ratio == pytest.approx(2.8 * 1.05 * 2.45, rel=0.05)
+    assert "   bf16 goes on rather than fp16, faster here (1.2" in "\n".join(outcome.path())
+    # on inference the fastest goes on
+    outcome, _ = _search(RESNET, "infer", rate, groups=groups, verdict="compute-bound")
+    assert "fp16 + channels_last + compile" in [t.rung.name for t in outcome.trials]
 
 
 def test_a_larger_batch_is_offered_but_never_recommended():
@@ -168,11 +182,11 @@ def test_the_budget_stops_the_search_and_lists_what_was_not_tried():
 
 
 def test_a_costly_alternative_is_left_out_when_the_budget_has_no_room_for_it():
-    outcome, _ = _search(SEED, "train", _seed_cnn_on_an_h200, budget=200.0)
+    outcome, _ = _search(SEED, "train", _seed_cnn_on_an_h200, budget=200.0, verdict="launch-bound")
     skipped = dict(outcome.not_tried)
     why = skipped["tf32 + compile:max-autotune-no-cudagraphs + cuda_graphs"]
     autotune = "max-autotune searches kernels for minutes"
-    assert why == f"budget: expected about 100 s ({autotune}), 50 s left"  # 10x the stack's
+    assert why == f"budget: expected about 100 s ({autotune}), 60 s left"  # 10x the stack's
 
 
 def test_a_failed_baseline_ends_the_search():
@@ -198,7 +212,7 @@ def test_an_emulated_precision_is_tried_last_and_only_where_the_budget_holds_it(
     outcome = search.run()
     assert [t.rung.name for t in outcome.trials] == ["fp32 eager", "bf16"]
     why = "cpu has no fp16 instructions: PyTorch emulates it, slowly"
-    assert ("fp16", f"budget: expected about 100 s ({why}), 40 s left") in outcome.not_tried
+    assert ("fp16", f"budget: expected about 100 s ({why}), 20 s left") in outcome.not_tried
 
 
 def _generating(floor_share):
@@ -226,7 +240,7 @@ def _generate_search(rate, floor_share, budget):
     measure = _generating(floor_share)
     search = Search(
         base, GPU, workload, ("precision", "kv_cache", "compile"), Tolerance(),
-        lambda rung, timeout: measure(rung, timeout, bench), lambda spec: None,
+        lambda rung, timeout, target: measure(rung, timeout, bench), lambda spec: None,
         Budget(budget, bench.clock), timeout=60.0, more=bench.more,
     )  # fmt: skip
     return search.run()
@@ -240,18 +254,27 @@ def _decoding_on_an_h200(spec):
     return 1.4 if spec.precision in ("fp16", "bf16") else 1.0
 
 
-def test_a_host_bound_decode_step_has_the_static_cache_tried_first():
+def test_a_costly_set_up_is_held_budget_and_tried_once_last_on_the_best_stack():
     outcome = _generate_search(_decoding_on_an_h200, floor_share=0.05, budget=45.0)
     names = [t.rung.name for t in outcome.trials]
-    assert names[:2] == ["fp32 eager", "static-cache + compile:reduce-overhead"]
-    assert len(set(outcome.not_tried)) == len(outcome.not_tried)  # each said once
-    assert (
-        "the baseline's decode step is bound by the host (its larger floor is 5% of the step): "
-        "a static KV cache first"
-    ) in "\n".join(outcome.path())
-    # bound by memory bandwidth, the precisions come first, and the path says why
-    outcome = _generate_search(_decoding_on_an_h200, floor_share=0.8, budget=45.0)
-    assert [t.rung.name for t in outcome.trials][1] == "tf32"
+    # 10 s a process: fp32 eager's three leave 15 s, all held for the static cache's trial
+    assert names == ["fp32 eager", "static-cache + compile:reduce-overhead"]
+    held = "a static KV cache, tried last, and confirming the recommendation"
+    assert ("bf16", f"budget: the rest is held for {held}") in outcome.not_tried
+    path = outcome.path()
+    assert path[1] == (
+        f"   15 s of the budget held for {held} (a static KV cache: a costly set-up, tried once "
+        "on the best stack)"
+    )
+    assert path[-1] == (
+        "   static-cache + compile:reduce-overhead confirmed in 1 process (of 3: budget): "
+        f"{outcome.trials[1].outcome.split(': ')[1]} over fp32 eager"
+    )
+    # with room, the precisions first, and the static cache on the best of them
+    outcome = _generate_search(_decoding_on_an_h200, floor_share=0.8, budget=200.0)
+    names = [t.rung.name for t in outcome.trials]
+    assert names[1:4] == ["tf32", "fp16", "bf16"]
+    assert names[4] == "fp16 + static-cache + compile:reduce-overhead"
     assert (
         "the baseline's decode step is bound by memory bandwidth (its larger floor is 80% of the "
         "step): precision first"
@@ -259,54 +282,13 @@ def test_a_host_bound_decode_step_has_the_static_cache_tried_first():
 
 
 def test_a_variant_the_budget_cut_short_is_not_called_failed():
-    outcome = _generate_search(_decoding_on_an_h200, floor_share=0.4, budget=55.0)
+    outcome = _generate_search(_decoding_on_an_h200, floor_share=0.4, budget=65.0)
     cut = [t for t in outcome.trials if t.budget_cut]
-    assert [t.rung.name for t in cut] == ["bf16"]
+    assert [t.rung.name for t in cut] == ["tf32 + static-cache + compile:reduce-overhead"]
     not_tried = [f"not tried: {name}: {why}" for name, why in outcome.not_tried]
     said = "\n".join(outcome.path() + not_tried)
-    assert "4. bf16 (alone): not finished: the search's budget ran out" in said
+    assert "(alternative, because another precision on the finished stack): not finished" in said
     assert "failed" not in said  # it was not measured, so it did not fail
-    assert "not tried: bf16: budget: the search's time was used up" in said  # on the stack
-
-
-def test_why_a_lever_was_not_stacked_counts_only_its_finished_variants():
-    from accelbench.levers import find_lever
-    from accelbench.workflows.optimize import Rung
-    from accelbench.workflows.search import Trial
-
-    base = make_spec(SEED, GPU, mode="train")
-    search = Search(
-        base, GPU, SEED, ladder_groups(), Tolerance(), None, lambda spec: None, Budget(1.0)
-    )  # fmt: skip
-
-    def alone(precision, status):
-        spec = replace(base, precision=precision)
-        result = (
-            _result(spec, 10.0, seed=1) if status == "ok"
-            else Result(spec=spec, status=status, error="RuntimeError")
-        )  # fmt: skip
-        rung = Rung(precision, spec, "precision")
-        return Trial(rung, result, "alone", "", 1.0, budget_cut=status == "timeout")
-
-    precision, cut = find_lever("precision"), alone("bf16", "timeout")
-    why = search._why_not_stacked
-    assert why(precision, [alone("tf32", "ok"), cut]) == (
-        "precision: it did not pay alone, and nothing known makes it pay on this stack "
-        "(bf16 not finished: budget)"
-    )
-    assert why(precision, [alone("tf32", "error"), cut]) == (
-        "precision: it failed alone (bf16 not finished: budget)"
-    )
-    assert why(precision, [cut]) == "precision: not finished alone, the search's budget ran out"
-    # each in the words of what happened to it: did not apply, failed, drifted
-    drifted = alone("bf16", "ok")
-    far = {"max_rel_error": 0.5, "top1_agreement": 0.5}
-    drifted.result = replace(drifted.result, metrics={**drifted.result.metrics, "drift": far})
-    assert why(precision, [alone("fp16", "unsupported"), alone("tf32", "error"), drifted]) == (
-        "precision: fp16 does not apply here, tf32 failed alone, bf16 drifted alone (outside "
-        "the tolerance)"
-    )
-    assert why(precision, [alone("fp16", "oom")]) == "precision: it ran out of memory alone"
 
 
 def test_on_generate_the_search_leaves_out_levers_that_do_not_generate():
@@ -316,7 +298,7 @@ def test_on_generate_the_search_leaves_out_levers_that_do_not_generate():
     search = Search(
         make_spec(workload, GPU, mode="generate"), GPU, workload,
         ("precision", "kv_cache", "cuda_graphs"), Tolerance(),
-        lambda rung, timeout: measure(rung, timeout, bench), lambda spec: None,
+        lambda rung, timeout, target: measure(rung, timeout, bench), lambda spec: None,
         Budget(1e9, bench.clock),
     )  # fmt: skip
     outcome = search.run()
@@ -414,7 +396,7 @@ def test_int8_no_faster_than_onnxruntime_fp32_leaves_fp32_the_recommendation():
     assert int8.note.startswith(f"does not pay over {ORT_FP32}")
     assert recommend(verdicts).rung.name == ORT_FP32
     said = "\n".join(outcome.path())
-    assert f"({ORT_FP32}, {ORT_INT8}: measured alone only)" in said  # why there is no stack
+    assert f" 3. {ORT_INT8} (alone): within noise over {ORT_FP32}" in said
 
 
 def test_the_thread_count_is_tried_on_the_cpu_from_the_injected_core_count():
@@ -424,7 +406,10 @@ def test_the_thread_count_is_tried_on_the_cpu_from_the_injected_core_count():
     one = next(v for v in verdicts if v.rung.name == "1 thread")
     assert one.speedup.ratio == pytest.approx(3.0, rel=0.03)
     assert recommend(verdicts).rung.name == "1 thread"
-    assert "the stack starts from 1 thread, the fastest alone" in "\n".join(outcome.path())
+    path = "\n".join(outcome.path())
+    # the host's setting first: every later figure is taken on it
+    assert " 2. 1 thread (stack, because threads, on the best stack so far): kept over " in path
+    assert " 5. 1 thread + fp16 (stack, because precision, on the best stack so far)" in path
     two = replace(HOST, cores=2)
     assert [v.name for v in find_lever("threads").variants(bench.specs[0], two, SEED)] == [
         "1 thread", "2 threads",
@@ -459,7 +444,9 @@ def test_every_lever_not_tried_is_listed_with_its_reason():
     skipped = dict(outcome.not_tried)
     assert skipped[ORT_FP32] == skipped[ORT_INT8] == f"cannot run here: {missing}"
     # max-autotune is an alternative on a stack with torch.compile, which did not pay here
-    assert skipped["autotune"] == "tried only on a stack with torch.compile, and none reached it"
+    assert skipped["autotune"] == (
+        "tried only on a stack that has the lever it refines, and none had it"
+    )
     # a budget that ends after fp32 eager: every lever left says so
     outcome, _, _ = _cpu_search(_users_cnn_on_a_2_core_vm, ("threads", "int8"), budget=30.0)
     assert {why for _, why in outcome.not_tried} == {"budget: the search's time was used up"}
@@ -511,7 +498,7 @@ class ScriptedBench(FakeBench):
         super().__init__(None)
         self.rates, self.count = rates, {}
 
-    def measure(self, rung, timeout):
+    def measure(self, rung, timeout, target=None):
         self.now += self.seconds
         self.specs.append(rung.spec)
         script = self.rates[rung.name]
@@ -540,6 +527,9 @@ def _line(path, name):
     return next(line for line in path if line[4:].startswith(f"{name} ("))
 
 
+ONE_THREAD = " 2. 1 thread (stack, because threads, on the best stack so far): "
+
+
 @pytest.mark.parametrize("slow", [60.0, 40.0])
 def test_the_path_shows_the_tables_figures_with_every_process_in(slow):
     """fp32 eager's fourth process, `slow` samples/s, lands while 3 threads races it, after
@@ -553,7 +543,7 @@ def test_the_path_shows_the_tables_figures_with_every_process_in(slow):
     from accelbench.workloads import WorkloadRef
 
     rates = {
-        "fp32 eager": [100.0, 104.0, 96.0, slow], "1 thread": [300.0],
+        "fp32 eager": [100.0, 104.0, 96.0, slow], "1 thread": [300.0] * 3,
         "3 threads": [106.0] * 4, "6 threads": [101.0] * 4,
     }  # fmt: skip
     outcome, verdicts, bench = _scripted(rates, ("threads",))
@@ -569,15 +559,13 @@ def test_the_path_shows_the_tables_figures_with_every_process_in(slow):
     assert then.low > 1.0 and then.text() != one.speedup.text()
     said = _line(path, "1 thread")
     if slow == 60.0:  # it still pays: the final figure alone
-        assert said == f" 2. 1 thread (alone): pays alone: {one.speedup.text()}"
-        assert "   the stack starts from 1 thread, the fastest alone" in path
+        assert said == f"{ONE_THREAD}kept over fp32 eager: {one.speedup.text()}"
     else:
         assert not one.speedup.significant
         assert said == (
-            f" 2. 1 thread (alone): pays alone: decided on {then.text()} at the time; with "
+            f"{ONE_THREAD}kept over fp32 eager: decided on {then.text()} at the time; with "
             f"every process in, {one.speedup.text()}, within noise"
         )
-        assert "   no lever paid alone, so no stack was built" in path
         assert recommend(verdicts) is verdicts[0]
     # --json carries the same path, and each variant's outcome as the path says it
     ladder = Ladder(
@@ -596,18 +584,68 @@ def test_a_lever_that_does_not_apply_is_not_called_failed_or_drifted():
     rates = {
         "fp32 eager": [100.0] * 4, "tf32": [150.0] * 4, "fp16": [300.0] * 4,
         "bf16": "cuda:0 runs no bf16 here",
-        "channels_last": "the model's forward does not take channels_last inputs",
+        "fp16 + channels_last": "the model's forward does not take channels_last inputs",
     }  # fmt: skip
     outcome, verdicts, _ = _scripted(rates, ("precision", "channels_last"), device=GPU)
     path = outcome.path()
-    assert _line(path, "channels_last") == (
-        " 5. channels_last (alone): does not apply here: the model's forward does not take "
-        "channels_last inputs"
+    assert _line(path, "fp16 + channels_last") == (
+        " 5. fp16 + channels_last (stack, because channels_last, on the best stack so far): "
+        "does not apply here: the model's forward does not take channels_last inputs"
     )
-    assert "   not stacked: channels_last: it does not apply here" in path
-    assert ("bf16 on the stack", "it does not apply here") in outcome.not_tried
+    assert _line(path, "bf16").endswith("does not apply here: cuda:0 runs no bf16 here")
     said = "\n".join(path + [why for _, why in outcome.not_tried])
     assert "failed" not in said and "drifted" not in said
-    # tf32, measured alone, is decided on again as the stack's alternative: a step of its own
-    assert _line(path, "tf32") == f" 2. tf32 (alone): pays alone: {verdicts[1].speedup.text()}"
-    assert any(line.startswith("   tf32 again (measured above): left out") for line in path)
+    assert "   fp16 goes on: the fastest of precision's" in path
+    assert recommend(verdicts).rung.name == "fp16"
+
+
+def test_a_lever_that_pays_less_than_the_keep_threshold_is_left_out_and_said_so():
+    """cudnn.benchmark's gain is real but 3%, bf16's 2.8x; the threshold asks for 5%."""
+
+    def rate(spec):
+        gain = 2.8 if spec.precision == "bf16" else 1.0
+        return 900.0 * gain * (1.03 if spec.lever("cudnn_benchmark", False) else 1.0)
+
+    def search(threshold):
+        bench = FakeBench(rate, spread=0.001)
+        base = make_spec(RESNET, GPU, mode="train")
+        return Search(
+            base, GPU, RESNET, ("precision", "cudnn_benchmark"), Tolerance(), bench.measure,
+            lambda spec: None, Budget(1e9, bench.clock), more=bench.more, threshold=threshold,
+        ).run()  # fmt: skip
+
+    strict, lax = search(0.05), search(0.0)
+    kept = {t.rung.name for t in lax.trials if t.outcome.startswith("kept")}
+    assert "bf16 + cudnn_benchmark" in kept  # with no threshold, 3% beyond noise is kept
+    path = "\n".join(strict.path())
+    assert "left out: a gain over bf16, but under the 5% keep threshold: 1.03x [1.0" in path
+    assert path.endswith("bf16 confirmed in 3 processes: 2.80x [2.77–2.83] over fp32 eager")
+    # fp16 and tf32 cannot reach the threshold's rate: their processes stopped early, and say so
+    assert (
+        " 3. fp16 (stack, because precision, on the best stack so far): left out: within noise "
+        "of fp32 eager: 1.00x [0.98–1.02] (n.s.) (its first process stopped after 12 timed "
+        "samples: even the fastest was slower than the keep threshold asks)"
+    ) in strict.path()
+    trials = lax.trials
+    at = {id(t): i for i, t in enumerate(trials)}
+    references = [at.get(id(t.parent)) for t in trials]
+    verdicts = assess([t.rung for t in trials], [t.result for t in trials], Tolerance(),
+                      references)  # fmt: skip
+    assert recommend(verdicts).rung.name == "bf16 + cudnn_benchmark"
+    assert recommend(verdicts, 0.05).rung.name == "bf16"  # its step over bf16 is too small
+
+
+def test_a_tight_budget_still_reaches_compile_on_the_best_stack():
+    def rate(spec):
+        low = {"fp32": 1.0, "tf32": 2.4, "fp16": 3.4, "bf16": 2.8}[spec.precision]
+        return 900.0 * low * (2.0 if spec.lever("compile", "") else 1.0)
+
+    # 10 s a process: fp32 eager's three, then 50 s held for compile leave room for two
+    outcome, _ = _search(RESNET, "train", rate, budget=100.0, verdict="compute-bound",
+                         groups=("precision", "channels_last", "compile"))  # fmt: skip
+    names = [t.rung.name for t in outcome.trials]
+    assert names[:4] == ["fp32 eager", "tf32", "fp16", "fp16 + compile"]
+    assert dict(outcome.not_tried)["bf16"] == (
+        "budget: the rest is held for torch.compile, tried last, and confirming the recommendation"
+    )
+    assert outcome.trials[3].outcome.startswith("kept over fp16: ")

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from ..workloads import Workload
+from ..workloads.weights import build_seeded
 from .facts import DECISIVE_MARGIN
 
 __all__ = [
@@ -70,8 +71,7 @@ def cached(key: str, make: Callable[[], Any]) -> Any:
 
 
 def _reference(workload: Workload, batch_size: int, seed: int) -> torch.Tensor:
-    torch.manual_seed(seed)  # as build() does: the same weights
-    model = workload.build_model().eval()
+    model = build_seeded(workload, seed).eval()  # as build() does: the same weights
     inputs, _ = workload.make_batch(torch.Generator().manual_seed(seed), batch_size)
     with torch.inference_mode():
         return workload.forward(model, inputs).float()

@@ -26,6 +26,7 @@ from ..core.stats import Measurement
 from ..levers import Prepared
 from ..workloads.inputs import leading
 from ..workloads.llm import KVLayout, LanguageModel, forward_with_cache
+from ..workloads.weights import build_seeded
 
 __all__ = [
     "GenerationLog",
@@ -276,8 +277,7 @@ def _generate(
 
 
 def _reference_generation(workload: LanguageModel, spec: RunSpec, seed: int) -> dict[str, Any]:
-    torch.manual_seed(seed)  # as build() does: the same weights, then the same prompt
-    model = workload.build_model().eval()
+    model = build_seeded(workload, seed).eval()  # as build() does: the same weights
     generator = torch.Generator().manual_seed(seed)
     prompt_length, new = generation_lengths(spec)
     prompt = workload.prompt(generator, spec.batch_size, prompt_length)

@@ -11,6 +11,7 @@ from ..devices import Device
 from ..levers import Prepared, active_levers, unsupported_reason
 from ..workloads import Workload
 from ..workloads.inputs import to_device
+from ..workloads.weights import build_seeded
 from .base import Backend, Runnable, register
 
 __all__ = ["Torch", "build_torch"]
@@ -32,8 +33,7 @@ class Torch(Backend):
 
 def build_torch(spec: RunSpec, workload: Workload, device: Device, seed: int = 0) -> Prepared:
     """The model on `device`, with `spec`'s levers applied. Same seed, same weights and data."""
-    torch.manual_seed(seed)
-    model = workload.build_model()
+    model = build_seeded(workload, seed)  # once a search, where its folder is set
     mode = mode_of(spec)
     batch = mode.inputs(spec, workload, torch.Generator().manual_seed(seed))
     target = device.torch_device

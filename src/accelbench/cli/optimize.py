@@ -35,20 +35,23 @@ def add_parser(commands: Commands) -> None:
     optimize = commands.add_parser(
         "optimize",
         help="search the optimizations that apply, measure speedup and drift, recommend one",
-        description="The optimization search: fp32 eager; each lever alone (tf32, fp16, bf16, "
-        "channels_last, torch.compile, CUDA graphs, cudnn.benchmark, a foreach or fused "
-        "optimizer, on the CPU the thread count; for inference also a backend switch, ONNX "
-        "Runtime fp32 (Core ML on the Mac), int8 on it judged against it, and pruning; for "
-        "generate a static KV cache with a compiled decode step, and the attention); then a "
-        "stack "
-        "built from what paid, each further lever kept only if it beats the stack beyond "
-        "noise; then the stack's alternatives (other precisions, compile modes); then a larger "
-        "batch, offered but never recommended. Each variant runs in its own process with its "
-        "speedup over fp32 eager (bootstrap 95% CI) and its drift from the fp32 model on the "
-        "same inputs; a variant that fails is reported as not applying and left out of later "
-        "stacks. Recommends the fastest variant within the tolerance, with the factors its "
-        "gain is made of, prints the path the search took, and lists each lever not tried "
-        "with the reason. Exit code 0 when fp32 eager ran, 1 when it failed, 2 for bad input.",
+        description="The optimization search: fp32 eager and its verdict; then each lever once, on "
+        "the best stack so far, those that relieve what bounds the step first (tf32, "
+        "fp16, bf16 and channels_last where it is compute-bound, CUDA graphs where it is "
+        "launch-bound; then on the CPU the thread count; then cudnn.benchmark, a foreach "
+        "or fused optimizer), each kept only if its gain over the stack lies above "
+        "--keep-threshold beyond noise; for inference also a backend switch, ONNX Runtime"
+        " fp32 (Core ML on the Mac), int8 on it judged against it, and pruning, alone; "
+        "then torch.compile (for generate a static KV cache with a compiled decode step) "
+        "once, last, on the best stack, with budget held for it; then the compile modes; "
+        "then a larger batch, offered but never recommended. Each variant runs in its own"
+        " process with its speedup over fp32 eager (bootstrap 95% CI) and its drift from "
+        "the fp32 model on the same inputs; a variant that fails is reported as not "
+        "applying. Recommends the fastest variant within the tolerance, confirmed in "
+        "three processes, with the factors its gain is made of; prints the path the "
+        "search took and where its time went (set-up, measuring), and lists each lever "
+        "not tried with the reason. Exit code 0 when fp32 eager ran, 1 when it failed, 2 "
+        "for bad input.",
     )
     optimize.add_argument("workload", nargs="?", help="a workload name (or use --model)")
     add_model_options(optimize.add_argument_group("your own model"))
@@ -134,6 +137,14 @@ def _add_timing(optimize: argparse.ArgumentParser) -> None:
         help="seconds for the whole search (default: 300); variants it leaves out are listed "
         "as not tried",
     )
+    optimize.add_argument(
+        "--keep-threshold",
+        type=share,
+        default=0.02,
+        metavar="SHARE",
+        help="a lever is kept only when its gain's 95%% interval lies above this (default: "
+        "0.02, or 2%%); the path says when a lever paid less",
+    )
 
 
 def request_from(args: argparse.Namespace) -> OptimizeRequest:
@@ -161,7 +172,7 @@ def handle(args: argparse.Namespace) -> int:
         searched = run_ladder(ladder, store, quiet=args.quiet)
         versus_run = _beside_run(store, ladder, searched)
     verdicts = searched.verdicts
-    chosen = recommend(verdicts)
+    chosen = recommend(verdicts, ladder.keep_threshold)
     if args.json:
         emit_json({**_report(searched, chosen, ladder, str(store.path)), "vs_run": versus_run})
     else:
@@ -202,7 +213,9 @@ def _report(searched: Searched, chosen: Assessment, ladder: Ladder, db: str) -> 
         "sweep": ladder.id,
         "tolerance": vars(ladder.tolerance),
         "budget_s": ladder.budget,
+        "keep_threshold": ladder.keep_threshold,
         "wall_s": outcome.wall_s,
+        "time": searched.time.to_dict() if searched.time is not None else None,
         "variants": [
             {
                 **v.to_dict(names),

@@ -33,6 +33,9 @@ MAX_BATCH_STOPPED_BY = "max_batch_stopped_by"
 DEVICE_MEMORY = "device_memory"
 OVERHEAD = "overhead"
 EXPLAIN_ERROR = "explain_error"
+# The optimization search's early stop (StopRule.give_up_rate): the block rate a process fell
+# short of with its fastest sample, where it stopped timing for that.
+GAVE_UP_BELOW = "gave_up_below"
 # The Mac paths (issue 14): MPS's CPU fallback, and Core ML.
 CPU_FALLBACK_OPS = "cpu_fallback_ops"
 # Which of a --model's outputs was timed and trained on, where its forward returns more than a

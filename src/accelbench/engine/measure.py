@@ -48,6 +48,10 @@ class StopRule:
     min_sample_s: float = 0.25
     # A latency's p99 wants 100 samples, but not at any price: a slow model gets what fits.
     time_cap: float | None = None
+    # The optimization search's early stop: blocks per second a variant must beat to be kept
+    # (the stack's median rate times 1 + the keep threshold). Once `min_samples` are timed,
+    # a process whose fastest sample is slower than that stops: its median cannot be faster.
+    give_up_rate: float | None = None
 
     def __post_init__(self) -> None:
         if self.blocks is not None and self.blocks < 1:
@@ -58,6 +62,15 @@ class StopRule:
     def at_least(self, warmup: int) -> StopRule:
         """This rule with `warmup` warm-up blocks where it had fewer (a lever needs them)."""
         return self if self.warmup >= warmup else replace(self, warmup=warmup)
+
+    def gives_up(self, samples: Sequence[float], repeat: int) -> bool:
+        """Whether even the fastest of `samples` (each `repeat` blocks) is slower than the
+        rate asked for, once `min_samples` were timed: the rest cannot lift the median."""
+        if self.blocks is not None or self.give_up_rate is None:
+            return False  # a count asked for is timed whole
+        if len(samples) < max(1, self.min_samples):
+            return False
+        return repeat / min(samples) < self.give_up_rate
 
     def done(self, samples: list[float], elapsed: float) -> bool:
         """Whether to stop, given the timed samples so far and their total seconds."""
@@ -107,7 +120,7 @@ def measure(
     with contextlib.ExitStack() as stack:
         for phase in phases:
             stack.enter_context(phase)
-        while not stop.done(samples, elapsed):
+        while not stop.done(samples, elapsed) and not stop.gives_up(samples, repeat):
             samples.append(time_blocks(run_block, new_timer, repeat))
             elapsed += samples[-1]
             report(len(warmup) + len(samples) - 1, samples[-1])

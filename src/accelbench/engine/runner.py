@@ -35,6 +35,7 @@ from ..levers import refused_by_model, spec_with, warmup_needed
 from ..workloads import Workload
 from .facts import (
     CPU_FALLBACK_OPS,
+    GAVE_UP_BELOW,
     LATENCY_ERROR,
     MODEL_OUTPUT,
     OWN_STEPS,
@@ -285,6 +286,7 @@ def _time(
         )
     memory = _sampled(prep.peak_memory(), sampler)  # before the drift check builds more
     recorded = _recorded(spec, prep, state, measurement, fallbacks if watch else None)
+    recorded.update(_gave_up(stop, measurement))
     profile_s = None
     if profile is not None:  # after the samples, never inside them
         started = time.perf_counter()
@@ -312,6 +314,13 @@ def _recorded(
     if fallbacks is not None:
         recorded[CPU_FALLBACK_OPS] = list(dict.fromkeys(fallbacks))
     return mode_of(spec).recorded(recorded, measurement, spec)
+
+
+def _gave_up(stop: StopRule, measurement: Measurement) -> dict[str, Any]:
+    """The rate the samples fell short of, where the rule stopped them early for that."""
+    if not stop.gives_up(measurement.samples, measurement.repeat):
+        return {}
+    return {GAVE_UP_BELOW: stop.give_up_rate}
 
 
 def _sampled(memory: MemoryReading, sampler: PeakSampler | None) -> MemoryReading:

@@ -159,6 +159,10 @@ class Lever:
     # words ("host", "memory bandwidth", "compute"): the search tries them first where the
     # baseline is bound by one of them.
     relieves: tuple[str, ...] = ()
+    # A set-up that costs far more than the step (torch.compile's minutes, a static KV cache
+    # with its compiled decode step): the search tries it once, last, on the best stack, with
+    # budget held for it from the start so that it is always reached.
+    setup_cost = False
     # A setting of the host rather than an optimization of the model (the thread count): the
     # plain configuration an optimized one is measured against keeps it (`registry.eager`).
     kept_by_eager = False
@@ -268,6 +272,11 @@ class Lever:
 
     def not_tried(self, group: str, base: RunSpec, device: Device, workload: Workload) -> str:
         """Why the ladder leaves `group` out for this configuration; "" when it does not."""
+        return ""
+
+    def preferred(self, spec: RunSpec) -> str:
+        """Why the search takes this lever's value in `spec`, where it paid on the stack, over
+        a faster variant of the same lever ("bf16 needs no GradScaler"), or "" (the fastest)."""
         return ""
 
 

@@ -52,6 +52,7 @@ class Compile(Lever):
     words = ("off", *MODES)
     stage = 50  # after DDP: PyTorch compiles the DDP module
     searched = True
+    setup_cost = True  # compiles: tried once, last (workflows/search)
     opt_in = ("autotune",)  # max-autotune-no-cudagraphs: minutes of kernel search
     generates = True  # the decode step, on a static KV cache
 

@@ -24,6 +24,7 @@ class CudaGraphs(Switch):
     help = "capture each step in a CUDA graph: off, on"
     dimension = "cuda-graphs"
     stage = 60  # last: it captures the step the others built
+    relieves = ("host",)  # the step's launches replayed as one graph
     searched = True
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:

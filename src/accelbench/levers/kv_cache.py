@@ -30,6 +30,7 @@ class KVCache(Lever):
     words = ("dynamic", "static")
     stage = 40  # after the precision casts the weights (the cache takes the layers' dtype)
     searched = True
+    setup_cost = True  # compiles: tried once, last (workflows/search)
     generates = True
     relieves = ("host",)  # with compile: the decode step's launches in one graph
 

@@ -21,6 +21,7 @@ class ChannelsLast(Switch):
     dimension = "memory-format"
     off_word, on_word = "contiguous", "channels_last"
     stage = 30  # before DDP wraps the model and compile traces it
+    relieves = ("compute",)  # tensor-core convolutions read NHWC without transposes
     searched = True
 
     def unsupported(self, spec: RunSpec, device: Device, workload: Workload) -> str | None:

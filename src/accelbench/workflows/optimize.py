@@ -289,17 +289,20 @@ def _step(result: Result, reference: Result, base: Result) -> Speedup | None:
     return speedup(result, reference, spread_from=base)
 
 
-def recommend(verdicts: Sequence[Assessment]) -> Assessment:
+def recommend(verdicts: Sequence[Assessment], threshold: float = 0.0) -> Assessment:
     """The fastest variant within tolerance whose gain is real (its interval clears 1), over
     fp32 eager and over what it was tried on (int8 must beat ONNX Runtime's fp32, a lever the
-    stack it joined), offered ones (a larger batch) aside; fp32 eager when none is."""
+    stack it joined), by more than `threshold` (the keep threshold: 0.02 asks the interval to
+    clear 1.02) over what it was tried on; offered ones (a larger batch) aside; fp32 eager when
+    none is."""
+    least = 1.0 + threshold
     paying = [
         v
         for v in verdicts[1:]
         if v.speedup
         and v.refused is None
         and v.speedup.low > 1.0
-        and (v.step is None or v.step.low > 1.0)
+        and (v.step.low if v.step is not None else v.speedup.low) > least
         and not v.rung.offered
     ]
     if not paying:
@@ -389,9 +392,10 @@ def stack_name(spec: RunSpec, base: RunSpec) -> str:
     """A configuration named by what it changes from `base`, in the order it applies: "bf16 +
     channels_last + compile"; another backend first, with its precision: "onnxruntime-cpu
     int8"."""
-    parts = [f"{spec.backend} {spec.precision}"] if spec.backend != base.backend else []
+    switched = spec.backend != base.backend  # the backend's part names the precision
+    parts = [f"{spec.backend} {spec.precision}"] if switched else []
     for lever in sorted(all_levers(), key=lambda lever: lever.stage):
         value = lever.value(spec)
-        if value != lever.value(base) and not (parts and lever is find_lever("precision")):
+        if value != lever.value(base) and not (switched and lever is find_lever("precision")):
             parts.append(spec.precision if lever.name == "precision" else lever.label(value))
     return " + ".join(p for p in parts if p) or BASELINE

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -45,6 +46,7 @@ from .optimize import (
     opt_in_not_asked,
 )
 from .search import Budget, Search, SearchOutcome
+from .search_time import SearchTime, search_time
 
 __all__ = ["Ladder", "OptimizeRequest", "Searched", "optimize", "plan_ladder", "run_ladder"]
 
@@ -52,11 +54,15 @@ __all__ = ["Ladder", "OptimizeRequest", "Searched", "optimize", "plan_ladder", "
 # is within 2%, which a GPU's steady steps reach in a few seconds.
 DEFAULT_SECONDS = 2.0
 DEFAULT_BUDGET = 300.0  # the whole search: a coffee break
+# A lever worth under 2% is not worth a line of the user's code, nor a place in every later
+# trial (cudnn.benchmark kept on resnet50 at 1.00x [1.00–1.01], issue 39).
+DEFAULT_THRESHOLD = 0.02
 SAMPLES_FOR_CI = 6  # the fewest for a distribution-free 95% CI of the median
 # Timed seconds after which a variant stops short of those six samples: one far slower than
 # its peers (fp16 on a CPU without fp16 units: 30 s a gpt2 generation, 14x fp32's) must not
 # eat the budget; its interval, from fewer samples, says what they can tell.
 SAMPLE_CAP_S = 30.0
+INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"  # torch.compile's kernels and graphs, per search
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +85,8 @@ class OptimizeRequest:
     timeout: float = 900.0  # per variant
     tolerance: Tolerance = Tolerance()
     budget: float = DEFAULT_BUDGET  # seconds for the whole search
+    # a lever is kept only where its gain's 95% interval lies above 1 + this
+    keep_threshold: float = DEFAULT_THRESHOLD
 
     def __post_init__(self) -> None:
         # a workload by name, a lever group or several (workflows/inputs)
@@ -96,6 +104,11 @@ class OptimizeRequest:
             problem = None if value is None else seconds_problem(value)
             if problem:
                 raise UsageError(f"--{name.replace('_', '-')} {problem}, got {value!r}")
+        if not (_share(self.keep_threshold) and self.keep_threshold < 1):
+            raise UsageError(
+                f"--keep-threshold must be a share from 0 to below 1 (0.02 or 2%), got "
+                f"{self.keep_threshold!r}"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)  # ten fields: by name, never by position
@@ -112,6 +125,7 @@ class Ladder:
     timeout: float
     budget: float
     not_tried: dict[str, str]  # levers asked for that do not apply here, and why
+    keep_threshold: float = DEFAULT_THRESHOLD
 
     # Each run of the ladder is its own sweep: a report draws every ladder against its own
     # fp32 eager, never against another run's or another machine's.
@@ -157,6 +171,7 @@ def plan_ladder(request: OptimizeRequest) -> Ladder:
         timeout=request.timeout,
         budget=request.budget,
         not_tried=not_tried,
+        keep_threshold=request.keep_threshold,
     )
 
 
@@ -171,6 +186,12 @@ def _with_mode_args(request: OptimizeRequest, base: RunSpec, workload: Workload)
         base = base.with_mode_args(**{option.name: value})
     mode.check_args(base, workload)
     return base
+
+
+def _share(value: object) -> bool:
+    """Whether `value` is a finite number from 0 up (a bool is not one)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value >= 0  # type: ignore[arg-type,operator]
 
 
 def _one_device(name: str) -> Device:
@@ -188,6 +209,7 @@ class Searched:
 
     outcome: SearchOutcome
     verdicts: list[Assessment]
+    time: SearchTime | None = None  # where its wall time went; None where not measured
 
     def path(self) -> list[str]:
         """The search's path as the console and --json show it: each step's figure with every
@@ -198,19 +220,24 @@ class Searched:
         return self.outcome.path(reasons)
 
 
-def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
-    """The search, each variant measured and stored as its processes land, then judged
-    against fp32 eager. Each variant starts with one process (fp32 eager with several, whose
-    spread the others borrow); the search adds processes where a decision is close."""
+ProcessFn = Callable[..., Result]
+
+
+def _processes(plan: Ladder, store: Store) -> ProcessFn:
+    """One process of a variant, merged with its earlier ones (`before`), analyzed and stored
+    as it lands; a first process may stop early where it cannot reach `target`, the block rate
+    the keep threshold asks of it on its stack (StopRule.give_up_rate)."""
     analyze = Analyzer(store.calibrations())
-    budget = Budget(plan.budget)
     passes = itertools.count(1)  # no two variants' processes share one: none is paired
 
-    def process(rung: Rung, before: Result | None, timeout: float) -> Result:
+    def process(
+        rung: Rung, before: Result | None, timeout: float, target: float | None = None
+    ) -> Result:
         earlier = before.measurement if before is not None else None
         index = 0 if earlier is None else earlier.processes
         repeat = None if earlier is None else earlier.repeat
-        step = Round(index, plan.stop, planned=index + 1, repeat=repeat)
+        stop = replace(plan.stop, give_up_rate=target)
+        step = Round(index, stop, planned=index + 1, repeat=repeat)
         # the verdict needs fp32 eager's probe, in each of its processes
         latest = _run_rung(plan, rung, timeout, rung.spec == plan.base, step)
         result = _settled(merge(before, latest, next(passes)))
@@ -218,7 +245,16 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
         tag = OptimizeTag(rung.name, vars(plan.tolerance)).to_metrics()
         return store.save(replace(result, sweep=plan.id, metrics={**result.metrics, **tag}))
 
-    with _reference_cache(), progress_bar(disable=quiet) as bar:
+    return process
+
+
+def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
+    """The search, each variant measured and stored as its processes land, then judged
+    against fp32 eager. Each variant starts with one process (fp32 eager with several, whose
+    spread the others borrow); the search adds processes where a decision is close."""
+    budget = Budget(plan.budget)
+    process = _processes(plan, store)
+    with _search_folder(), progress_bar(disable=quiet) as bar:
         task = bar.add_task(plan.ref.name, total=plan.budget)
 
         def on_start(name: str) -> None:
@@ -231,12 +267,13 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
             plan.workload,
             plan.groups,
             plan.tolerance,
-            lambda rung, timeout: process(rung, None, timeout),
+            lambda rung, timeout, target: process(rung, None, timeout, target),
             lambda spec: _unsupported(spec, plan),
             budget,
             plan.timeout,
             on_start,
             more=process,
+            threshold=plan.keep_threshold,
         )
         outcome = search.run()
         bar.update(task, completed=plan.budget)
@@ -246,7 +283,7 @@ def run_ladder(plan: Ladder, store: Store, quiet: bool = False) -> Searched:
     verdicts = assess(
         [t.rung for t in trials], [t.result for t in trials], plan.tolerance, references
     )
-    return Searched(outcome, verdicts)
+    return Searched(outcome, verdicts, search_time([t.result for t in trials], outcome.wall_s))
 
 
 def optimize(
@@ -273,20 +310,30 @@ def _settled(result: Result) -> Result:
 
 
 @contextlib.contextmanager
-def _reference_cache() -> Iterator[None]:
-    """One folder of fp32 reference outputs for the search's workers, removed after it."""
+def _search_folder() -> Iterator[None]:
+    """One temporary folder for the search's workers, removed after it: the fp32 reference
+    outputs, the workload's model built once (workloads/weights), and Inductor's cache, so
+    that a compiled stack's later processes do not compile from nothing (a cache the user
+    named in TORCHINDUCTOR_CACHE_DIR is theirs, and kept)."""
     from ..analysis.drift import CACHE_DIR
+    from ..workloads.weights import WEIGHTS_DIR
 
-    before = os.environ.get(CACHE_DIR)
-    with tempfile.TemporaryDirectory(prefix="accelbench-reference-") as folder:
-        os.environ[CACHE_DIR] = folder  # workers take the parent's environment as it is
+    with tempfile.TemporaryDirectory(prefix="accelbench-search-") as folder:
+        names = {CACHE_DIR: "reference", WEIGHTS_DIR: "weights", INDUCTOR_CACHE: "inductor"}
+        if os.environ.get(INDUCTOR_CACHE):
+            del names[INDUCTOR_CACHE]
+        before = {name: os.environ.get(name) for name in names}
+        for name, sub in names.items():
+            (Path(folder) / sub).mkdir()
+            os.environ[name] = str(Path(folder) / sub)  # workers take the parent's environment
         try:
             yield
         finally:
-            if before is None:
-                os.environ.pop(CACHE_DIR, None)
-            else:
-                os.environ[CACHE_DIR] = before
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def _unsupported(spec: RunSpec, plan: Ladder) -> str | None:

@@ -1,24 +1,21 @@
 """The optimization search: which levers to stack is decided by what was measured.
 
-1. fp32 eager, the baseline every speedup is against.
-2. Each lever's variants alone: first those that relieve what bounds the baseline (a static KV
-   cache where a decode step is bound by the host), then the cheap ones, the costly (an
-   emulated precision, max-autotune) after them; late ones, such as a backend switch (ONNX
-   Runtime fp32), int8 and pruning, last and alone only: they do not stack. A variant with a
-   reference of its own (`Variant.over`: int8 on ONNX Runtime) is judged against it, measured
-   first, so that its gain and accuracy cost are its own and not the backend switch's.
-3. A stack, from the variant that paid most alone (its speedup's 95% CI above 1, its drift
-   within the tolerance). Each other lever is tried on it once, with its best variant alone,
-   if it paid alone or is known to pay in combination (`Lever.pays_with`: channels_last with a
-   low precision, a CUDA graph on a static step); it stays only if it beats the stack beyond
-   noise (the CI of its speedup over the stack above 1).
-4. The stack's levers' alternatives on the finished stack (the other low precisions, the
-   compile modes), each kept only if it beats the stack beyond noise.
+1. fp32 eager, the baseline every speedup is against, and its verdict: what bounds its step.
+2. A greedy stack, in the order the verdict sets: the levers that relieve what bounds the step
+   first (a lower precision where it is compute-bound, a CUDA graph where it is launch-bound),
+   the rest in registration order. Each lever once, its variants on the best stack so far; one
+   stays only where its gain over the stack lies above the keep threshold beyond noise (the
+   95% interval above 1 + `threshold`), and of a lever's variants that stay, the fastest goes
+   on, or the one the lever prefers (`Lever.preferred`: bf16 in training).
+3. The late levers alone, against fp32 eager: a backend switch (ONNX Runtime fp32), int8 on
+   it judged against it (`Variant.over`, measured first), pruning: they do not stack.
+4. The stack's levers' alternatives not measured yet (the compile modes), each kept only where
+   it beats the stack beyond the threshold.
 5. Offered levers (a larger batch) on the best stack, doubling while it pays; never the
    recommendation, always shown with what they change.
 
 A variant that fails (the model's `.view` refuses channels_last, a compile error, OOM) is a
-finding: it is reported with its reason and left out of every later stack. The budget bounds
+finding: it is reported with its reason and the stack goes on without it. The budget bounds
 the whole search: a variant that no longer fits is listed as not tried.
 
 The process is the unit of noise (core.levels). fp32 eager runs in BASELINE_PROCESSES
@@ -39,14 +36,15 @@ from dataclasses import dataclass, field, replace
 
 from ..analysis.compare import Speedup, speedup
 from ..analysis.facts import Drift, Generation
-from ..analysis.verdict import decode_bound
+from ..analysis.verdict import Bottleneck, decode_bound
 from ..backends import all_backends
 from ..core.modes import mode_of
 from ..core.result import Result, RunSpec
 from ..devices import Device
+from ..engine.facts import GAVE_UP_BELOW, Overhead
 from ..levers import Lever, Variant, all_levers
 from ..workloads import Workload
-from .optimize import BASELINE, Rung, Tolerance, stack_name
+from .optimize import BASELINE, Rung, Tolerance, assess, recommend, stack_name
 
 __all__ = [
     "Budget",
@@ -65,6 +63,18 @@ PAID, DRIFT = "paid", "drift"  # a Judgement's kinds beside ALONE and STACK
 BASELINE_PROCESSES = 3
 RACE_MOST = 4  # the processes a variant may reach while its decision is close
 CLOSE = 0.03  # a gain under 3% is not worth more processes: too small to want
+# A costly set-up lever's trial against fp32 eager's process: on the H200 resnet50's compile
+# trial took 86 s, fp32 eager's processes about 17 s (BENCHMARKS.md, issue 39's branch).
+SETUP_COST = 5.0
+RESERVE_MOST = 0.5  # the share of the budget that may be held for them and the confirmation
+# The recommendation is confirmed in this many full processes (no early stop); the budget
+# holds CONFIRM_COST times fp32 eager's process for it (two more, each up to twice as long:
+# a compiled one compiles again, from the search's cache).
+CONFIRM_PROCESSES = 3
+CONFIRM_COST = 4.0
+# A trial is not started with less room than this share of fp32 eager's process: it would
+# only be cut short.
+LEAST_ROOM = 0.5
 
 
 class Budget:
@@ -119,6 +129,8 @@ class Judgement:
     own: bool = False  # over a reference of its own (int8 over ONNX Runtime's fp32), named
     lead: str = ""  # DRIFT: the words that decided, which no process changes
     tail: str = ""  # words after the figure that no process changes (int8's accuracy cost)
+    # the gain's interval must lie above 1 + this to pay (`optimize --keep-threshold`)
+    threshold: float = 0.0
 
 
 @dataclass
@@ -160,6 +172,12 @@ class SearchOutcome:
             known = reasons[n] if n < len(reasons) and reasons[n] else ""
             n += 1
             lines.append(f"{n:2}. {step.rung.name} ({step.phase}{why}){outcome}")
+            if GAVE_UP_BELOW in step.result.metrics and step.result.measurement is not None:
+                timed = len(step.result.measurement.per_process[0].samples)
+                lines[-1] += (
+                    f" (its first process stopped after {timed} timed samples: even the "
+                    "fastest was slower than the keep threshold asks)"
+                )
             if known:
                 lines[-1] += f" ({known})"
         return lines
@@ -185,15 +203,18 @@ class SearchOutcome:
         return f"{trial.why} ({_figure(trial.because, final)})"
 
 
-_PAYS = "pays"
+_PAYS, _SMALL = "pays", "small"
 _AGAINST = {"undetermined": "undetermined against", "slower": "slower than"}
 _PLAIN = {_PAYS: "a gain beyond noise"}  # a category in words, after a figure
 
 
-def _category(gain: Speedup) -> str:
-    """A gain as the search reads it: real, too few processes to tell, a loss, or noise."""
-    if gain.low > 1.0:
+def _category(gain: Speedup, threshold: float = 0.0) -> str:
+    """A gain as the search reads it: real and above the keep threshold, real but under it,
+    too few processes to tell, a loss, or noise."""
+    if gain.low > 1.0 + threshold:
         return _PAYS
+    if gain.low > 1.0:
+        return _SMALL
     if gain.no_interval:
         return "undetermined"
     return "slower" if gain.high < 1.0 else "within noise"
@@ -202,12 +223,16 @@ def _category(gain: Speedup) -> str:
 def _decision(judged: Judgement, gain: Speedup) -> str:
     """What `gain` decides for `judged`: alone, which of the categories; elsewhere whether
     it pays (kept on the stack, a reason to try it there)."""
-    category = _category(gain)
+    category = _category(gain, judged.threshold)
     return category if judged.kind == ALONE else str(category == _PAYS)
 
 
 def _words(judged: Judgement, gain: Speedup) -> str:
-    category, over = _category(gain), judged.over.rung.name
+    category, over = _category(gain, judged.threshold), judged.over.rung.name
+    if category == _SMALL:  # real, but not worth a line of the user's code
+        under = f"under the {judged.threshold:.0%} keep threshold"
+        left = "left out" if judged.kind == STACK else "not kept"
+        return f"{left}: a gain over {over}, but {under}"
     if judged.kind == STACK:
         if category == _PAYS:
             return f"kept over {over}"
@@ -231,16 +256,19 @@ def judgement_text(judged: Judgement, final: Speedup) -> str:
         return f"{judged.lead} ({final.text()} over {judged.over.rung.name}){judged.tail}"
     if _decision(judged, final) == _decision(judged, judged.then):
         return f"{_words(judged, final)}: {final.text()}{judged.tail}"
-    category = _category(final)
-    figure = f"{_figure(judged, final)}, {_PLAIN.get(category, category)}"
+    category = _category(final, judged.threshold)
+    plain = "a gain under the keep threshold" if category == _SMALL else category
+    figure = f"{_figure(judged, final)}, {_PLAIN.get(category, plain)}"
     return f"{_words(judged, judged.then)}: {figure}{judged.tail}"
 
 
-def _close(gain: Speedup) -> bool:
-    """A decision more processes could settle that matters: whether a gain of CLOSE or more
-    is real. A ratio below that (about 1, or a loss) would at best be shown a loss, and the
-    search takes neither (on the H200, racing those cost seed-cnn's search a third of its time)."""
-    return not gain.no_interval and not gain.significant and gain.ratio >= 1 + CLOSE
+def _close(gain: Speedup, threshold: float = 0.0) -> bool:
+    """A decision more processes could settle that matters: whether a gain of CLOSE (or the
+    keep threshold) or more clears the threshold. A ratio below that would at best be shown a
+    gain too small to keep, and the search takes none (on the H200, racing those cost
+    seed-cnn's search a third of its time)."""
+    undecided = gain.low <= 1.0 + threshold <= gain.high
+    return not gain.no_interval and undecided and gain.ratio >= 1 + max(CLOSE, threshold)
 
 
 def failure_text(result: Result) -> str:
@@ -255,6 +283,12 @@ def failure_text(result: Result) -> str:
 
 
 _BOUND_WORDS = {"host": "the host", "kernels": "its kernels"}  # decode_bound's, in a sentence
+# A step's verdict (analysis/verdict) in the words of `Lever.relieves`
+_VERDICT_BOUND = {
+    "launch-bound": "host",
+    "compute-bound": "compute",
+    "memory-bound": "memory bandwidth",
+}
 
 
 class Search:
@@ -267,19 +301,24 @@ class Search:
         workload: Workload,
         groups: Sequence[str],
         tolerance: Tolerance,
-        measure: Callable[[Rung, float], Result],
+        measure: Callable[[Rung, float, float | None], Result],
         check: Callable[[RunSpec], str | None],
         budget: Budget,
         timeout: float = 900.0,
         on_start: Callable[[str], None] = lambda name: None,
         more: Callable[[Rung, Result, float], Result] | None = None,
+        threshold: float = 0.0,
     ) -> None:
         self.base, self.device, self.workload = base, device, workload
         self.groups, self.tolerance = tuple(groups), tolerance
         self.measure, self.check, self.budget = measure, check, budget
         self.timeout, self.on_start = timeout, on_start
         self.more = more  # one more process of a variant, merged with its earlier ones
+        # a lever is kept only where its gain's interval lies above 1 + this
+        self.threshold = threshold
         self.reference: Trial | None = None  # fp32 eager once measured: its spread is lent
+        # Seconds of the budget no trial may take but those they are held for, and what for
+        self.held, self.held_for = 0.0, ""
         self.out = SearchOutcome()
 
     # --- the phases ------------------------------------------------------------------------
@@ -290,11 +329,13 @@ class Search:
             while self._processes(base) < BASELINE_PROCESSES and self._extend(base):
                 pass
             self.reference = base
-            singles = self._alone(base)
-            stack = self._stack(base, singles)
-            if stack is not None:
-                stack = self._refine(stack, singles, base)
-            self._offer(stack or base)
+            self._hold(base)
+            stack = self._greedy(base)
+            self._late(base)
+            stack = self._setup(stack)
+            stack = self._refine(stack)
+            self._confirm(self._winner())
+            self._offer(stack)
         self._unreached(base)
         self.out.wall_s = self.budget.used()
         return self.out
@@ -303,7 +344,6 @@ class Search:
         """Each group asked for that applies here but was neither tried nor skipped, with the
         reason (a group the lever says is left out here is the plan's `levers_not_tried`)."""
         reached = {t.rung.group for t in self.out.trials} | self.out.skipped_groups
-        alone = {v.group for v in self._variants_alone()}
         for lever in self._levers():
             for group in lever.ladder_groups:
                 if group not in self.groups or group in reached:
@@ -314,39 +354,179 @@ class Search:
                     why = "fp32 eager, the baseline, did not run: nothing to measure it against"
                 elif self.budget.left() <= 0:
                     why = "budget: the search's time was used up"
-                elif group not in alone and not lever.offered:
-                    why = f"tried only on a stack with {lever.title}, and none reached it"
+                elif not lever.offered and group not in self._groups_on(self.base):
+                    why = "tried only on a stack that has the lever it refines, and none had it"
                 else:
                     why = "no variant of it applies to this configuration"
                 self.out.skip(group, why)
 
-    def _variants_alone(self) -> list[Variant]:
-        """Every variant the levers asked for and the backends offer on fp32 eager."""
-        variants = [
+    def _groups_on(self, spec: RunSpec) -> set[str]:
+        """The groups with a variant on `spec` itself (not only on a stack that has a lever)."""
+        levers = self._levers()
+        return {
+            v.group for lever in levers for v in lever.variants(spec, self.device, self.workload)
+        }
+
+    def _variants(self, lever: Lever, spec: RunSpec) -> list[Variant]:
+        """`lever`'s variants on `spec` of the groups asked for."""
+        found = lever.variants(spec, self.device, self.workload)
+        return [v for v in found if v.group in self.groups]
+
+    # --- the greedy stack, in the order the baseline's verdict sets -----------------------
+    def _greedy(self, base: Trial) -> Trial:
+        """Each stackable lever once, on the best stack so far, in the verdict's order: its
+        variants measured on the stack, the fastest of those kept (or a preferred one within
+        noise of it) becomes the stack."""
+        stack = base
+        for lever in self._ordered(base):
+            kept = []
+            for v in self._variants(lever, stack.result.spec):
+                why = f"{lever.title}, on the best stack so far"
+                rung = Rung(stack_name(v.spec, self.base), v.spec, v.group)
+                trial = self._try_spec(rung, STACK, why, stack, v.cost, v.costly)
+                if trial is not None and trial.phase == STACK and self._keep(trial, stack):
+                    kept.append(trial)  # decided now, on the figures at the time
+            if kept:
+                stack = self._choose(lever, kept, stack)
+        return stack
+
+    def _ordered(self, base: Trial) -> list[Lever]:
+        """The stackable levers, those that relieve what bounds the baseline's step first
+        (precision where it is compute-bound, a CUDA graph where it is launch-bound), then a
+        setting of the host (the thread count), then the rest; the path says which and why."""
+        bound, words = self._bound(base)
+        levers = self._stackable(setup=False)
+        # a setting of the host (the thread count) first: every later figure is taken on it
+        levers.sort(key=lambda lever: not lever.kept_by_eager)
+        first = [lever for lever in levers if bound and bound in lever.relieves]
+        if first and words:
+            titles = ", ".join(lever.title for lever in first if self._variants(lever, self.base))
+            if titles:
+                self.out.steps.append(f"{words}: {titles} first")
+        return first + [lever for lever in levers if lever not in first]
+
+    def _bound(self, base: Trial) -> tuple[str, str]:
+        """What bounds the baseline's step, in `Lever.relieves`' words, and a sentence: a
+        generation's decode step from its floors, any other step from its verdict."""
+        generation = base.result.facts.get(Generation)
+        if generation is not None:
+            bound = decode_bound(generation)
+            return bound, (
+                f"the baseline's decode step is bound by {_BOUND_WORDS.get(bound, bound)} (its "
+                f"larger floor is {generation.decode_floor_share:.0%} of the step)"
+                if bound
+                else ""
+            )
+        verdict = base.result.facts.get(Bottleneck)
+        kind = verdict.kind if verdict is not None else ""
+        bound = _VERDICT_BOUND.get(kind, "")
+        return bound, f"the baseline's step is {kind}" if bound else ""
+
+    def _choose(self, lever: Lever, kept: list[Trial], stack: Trial) -> Trial:
+        """Of `lever`'s variants kept on `stack`, the one the lever prefers (bf16 in training),
+        else the fastest; the path says which and why."""
+        best = max(kept, key=lambda t: self._gain(t, stack).ratio)  # type: ignore[union-attr]
+        for trial in kept:
+            reason = lever.preferred(trial.result.spec)
+            versus = self._gain(best, trial)
+            if trial is best or not reason or versus is None:
+                continue
+            noise = "within noise of it" if versus.low <= 1.0 else "faster here"
+            self.out.steps.append(
+                f"{trial.rung.name} goes on rather than {best.rung.name}, {noise} "
+                f"({versus.text()}): {reason}"
+            )
+            return trial
+        if len(kept) > 1:
+            self.out.steps.append(f"{best.rung.name} goes on: the fastest of {lever.title}'s")
+        return best
+
+    def _setups(self, spec: RunSpec) -> list[tuple[Lever, Variant]]:
+        """The costly set-up levers (`Lever.setup_cost`), each with the one variant tried on
+        `spec`."""
+        found = []
+        for lever in self._stackable(setup=True):
+            variants = self._variants(lever, spec)
+            if variants:
+                found.append((lever, variants[0]))
+        return found
+
+    def _hold(self, base: Trial) -> None:
+        """Hold the budget the costly set-up levers need, so that they are always reached:
+        SETUP_COST times fp32 eager's process each, at most RESERVE_MOST of the budget."""
+        setups = self._setups(self.base)
+        want = (SETUP_COST * len(setups) + CONFIRM_COST) * self._per_process(base)
+        self.held = min(want, RESERVE_MOST * self.budget.seconds, max(0.0, self.budget.left()))
+        titles = " and ".join(lever.title for lever, _ in setups)
+        self.held_for = f"{titles}, tried last, and " if titles else ""
+        self.held_for += "confirming the recommendation"
+        costly = f" ({titles}: a costly set-up, tried once on the best stack)" if titles else ""
+        self.out.steps.append(f"{self.held:.0f} s of the budget held for {self.held_for}{costly}")
+
+    def _setup(self, stack: Trial) -> Trial:
+        """The costly set-up levers, once each, on the best stack, with the budget held."""
+        self.held = 0.0
+        for lever, v in self._setups(stack.result.spec):
+            why = f"{lever.title}, last: its set-up is costly, so once, on the best stack"
+            rung = Rung(stack_name(v.spec, self.base), v.spec, v.group)
+            trial = self._try_spec(rung, STACK, why, stack, v.cost, v.costly)
+            if trial is not None and trial.phase == STACK and self._keep(trial, stack):
+                stack = trial
+        # what is left of the hold is the confirmation's: its processes, as long as the stack's
+        more = (CONFIRM_PROCESSES - 1) * self._per_process(stack)
+        self.held = min(more, max(0.0, self.budget.left()))
+        self.held_for = "confirming the recommendation"
+        return stack
+
+    def _winner(self) -> Trial:
+        """The trial the recommendation takes, as the command will judge it."""
+        trials = self.out.trials
+        at = {id(t): i for i, t in enumerate(trials)}
+        references = [at.get(id(t.parent)) if t.parent is not None else None for t in trials]
+        rungs, results = [t.rung for t in trials], [t.result for t in trials]
+        verdicts = assess(rungs, results, self.tolerance, references)
+        return trials[verdicts.index(recommend(verdicts, self.threshold))]
+
+    def _confirm(self, winner: Trial) -> None:
+        """The recommendation in CONFIRM_PROCESSES full processes, within the budget."""
+        self.held, self.held_for = 0.0, ""
+        # its compile is in the search's cache now: half its warm-up is the guess it saves
+        overhead = winner.result.facts.get(Overhead)
+        warm = (overhead.warmup_s or 0.0) if overhead is not None else 0.0
+        expected = self._per_process(winner) - 0.5 * warm / max(1, self._processes(winner))
+        while self._processes(winner) < CONFIRM_PROCESSES and self._extend(winner, expected):
+            pass
+        n = self._processes(winner)
+        if winner is self.reference:
+            return  # fp32 eager stays, measured in its processes
+        short = "" if n >= CONFIRM_PROCESSES else f" (of {CONFIRM_PROCESSES}: budget)"
+        gain = self._gain(winner, self.reference) if self.reference is not None else None
+        figure = f": {gain.text()} over {BASELINE}" if gain is not None else ""
+        processes = "1 process" if n == 1 else f"{n} processes"
+        self.out.steps.append(f"{winner.rung.name} confirmed in {processes}{short}{figure}")
+
+    def _per_process(self, trial: Trial) -> float:
+        return trial.wall_s / max(1, self._processes(trial))
+
+    def _late(self, base: Trial) -> None:
+        """The variants measured alone only (a backend switch, int8 on it, pruning), each
+        against fp32 eager or a reference of its own measured just before it."""
+        wanted = [
             v
             for lever in self._levers()
-            if not lever.offered
+            if lever.late
             for v in lever.variants(self.base, self.device, self.workload)
         ]
-        return variants + [
+        every = wanted + [
             v for b in all_backends() for v in b.variants(self.base, self.device, self.workload)
         ]
-
-    def _alone(self, base: Trial) -> list[Trial]:
-        variants = self._variants_alone()
-        wanted = [v for v in variants if v.group in self.groups]
+        asked = [v for v in every if v.group in self.groups]
         # a variant's own reference runs too (int8 asked for without the backend switch)
-        wanted += [v for v in variants if v not in wanted and any(w.over == v.spec for w in wanted)]
-        relieving = self._relieving(base, {v.group for v in wanted})
-        # what relieves the baseline's bound first, then the cheap, so that a tight budget
-        # still sees the levers that matter and most others; the costly and late ones last
-        wanted.sort(key=lambda v: (v.late, v.cost > 1.0, v.group not in relieving, v.cost))
-        trials: list[Trial] = []
-        for v in _references_first(wanted):
-            trial = self._try_variant(v, ALONE, "each lever alone", self._reference(v, base))
-            if trial is not None:
-                trials.append(trial)
-        return trials
+        asked += [v for v in every if v not in asked and any(w.over == v.spec for w in asked)]
+        for v in _references_first(sorted(asked, key=lambda v: v.cost)):
+            self._try_variant(
+                v, ALONE, "measured alone: it does not stack", self._reference(v, base)
+            )
 
     def _reference(self, v: Variant, base: Trial) -> Trial:
         """What `v` is judged against: its own reference where it has one and that ran, else
@@ -356,78 +536,15 @@ class Search:
         own = next((t for t in self.out.trials if t.rung.spec == v.over), None)
         return own if own is not None and own.measured else base
 
-    def _relieving(self, base: Trial, offered: set[str]) -> set[str]:
-        """Of the levers with variants `offered`, those that relieve what bounds the baseline's
-        step, where its measurement says (a generation's decode step, from its floors); the
-        path says which and why."""
-        generation = base.result.facts.get(Generation)
-        bound = decode_bound(generation) if generation is not None else ""
-        levers = [
-            lever
-            for lever in self._levers()
-            if bound and bound in lever.relieves and lever.name in offered
-        ]
-        if levers and generation is not None:
-            self.out.steps.append(
-                f"the baseline's decode step is bound by {_BOUND_WORDS.get(bound, bound)} (its "
-                f"larger floor is {generation.decode_floor_share:.0%} of the step): "
-                f"{', '.join(lever.title for lever in levers)} first"
-            )
-        return {lever.name for lever in levers}
-
-    def _stack(self, base: Trial, singles: list[Trial]) -> Trial | None:
-        paid = sorted(
-            (t for t in singles if not t.rung.late and self._beats(t, base)),
-            key=lambda t: -self._gain(t, base).ratio,  # type: ignore[union-attr]
-        )
-        if not paid:
-            alone = [t.rung.name for t in singles if t.rung.late and self._beats(t, base)]
-            self.out.steps.append(
-                "no lever that stacks paid alone, so no stack was built "
-                f"({', '.join(alone)}: measured alone only)"
-                if alone
-                else "no lever paid alone, so no stack was built"
-            )
-            return None
-        stack = paid[0]
-        tried = {stack.rung.group}
-        self.out.steps.append(f"the stack starts from {stack.rung.name}, the fastest alone")
-        while (pick := self._next_candidate(stack, base, singles, tried)) is not None:
-            choice, reason, because = pick
-            tried.add(choice.rung.group)
-            spec = _merge(stack.result.spec, choice.result.spec, self.base)
-            rung = Rung(stack_name(spec, self.base), spec, choice.rung.group)
-            trial = self._try_spec(rung, STACK, reason, stack)
-            if trial is not None and trial.phase == STACK and trial.why == reason:
-                trial.because = trial.because or because  # measured here, not reached before
-            if trial is not None and self._keep(trial, stack):
-                stack = trial
-        measured = {t.rung.group for t in singles}  # a lever not measured alone is in not_tried
-        for lever in self._stackable():
-            if lever.name not in tried and lever.name in measured:
-                self.out.steps.append(f"not stacked: {self._why_not_stacked(lever, singles)}")
-        return stack
-
-    def _refine(self, stack: Trial, singles: list[Trial], base: Trial) -> Trial:
-        # one the budget cut short did not fail: it is tried again (or said not tried)
-        failed = {
-            t.rung.name: f"it {self._unusable(t)}"
-            for t in singles
-            if not self._usable(t) and not t.budget_cut
-        }
-        slower = {t.rung.name for t in singles if (g := self._gain(t, base)) and g.high < 1.0}
-        alone = {t.rung.name: g.ratio for t in singles if (g := self._gain(t, base))}
+    def _refine(self, stack: Trial) -> Trial:
+        """The stack's levers' alternatives not measured yet (the compile modes), each kept
+        only if it beats the stack beyond the threshold."""
         in_stack = [lever for lever in self._stackable() if lever.active(stack.result.spec)]
         for lever in sorted(in_stack, key=lambda lever: lever.stage):
             alternatives = lever.alternatives(stack.result.spec, self.device, self.workload)
-            # the cheap first, then the fastest alone: the budget may not reach the last
-            for v in sorted(alternatives, key=lambda v: (v.cost, -alone.get(v.name, 0.0))):
-                if v.group not in self.groups:
-                    continue  # an opt-in group not asked for (max-autotune)
-                if v.name in failed.keys() | slower:
-                    why = failed.get(v.name, "slower alone")
-                    self.out.skip(f"{v.name} on the stack", why, v.group)
-                    continue
+            for v in sorted(alternatives, key=lambda v: v.cost):
+                if v.group not in self.groups or self._measured_value(lever, v.spec):
+                    continue  # opt-in and not asked for; or measured on an earlier stack
                 name = stack_name(v.spec, self.base)
                 why = f"another {lever.title} on the finished stack"
                 alternative = replace(v, name=name, late=False)
@@ -435,6 +552,11 @@ class Search:
                 if trial is not None and self._keep(trial, stack):
                     stack = trial
         return stack
+
+    def _measured_value(self, lever: Lever, spec: RunSpec) -> bool:
+        """Whether `lever`'s value in `spec` was measured on some stack already."""
+        value = lever.value(spec)
+        return any(lever.value(t.rung.spec) == value and t.phase == STACK for t in self.out.trials)
 
     def _offer(self, best: Trial) -> None:
         for lever in (lever for lever in self._levers() if lever.offered):
@@ -453,73 +575,6 @@ class Search:
                 current = trial
 
     # --- choosing ---------------------------------------------------------------------------
-    def _next_candidate(
-        self, stack: Trial, base: Trial, singles: list[Trial], tried: set[str]
-    ) -> tuple[Trial, str, Judgement | None] | None:
-        """The next lever to try on the stack, with its best variant alone and the reason (and
-        the figure it rests on): those that paid alone first (by their speedup), then those
-        known to pay with it."""
-        found: list[tuple[int, float, Trial, str, Judgement | None]] = []
-        for lever in self._stackable():
-            if lever.name in tried:
-                continue
-            best = self._best_alone(lever, base, singles, stack.result.spec)
-            if best is None:
-                continue
-            gain = self._gain(best, base)
-            if gain is not None and self._beats(best, base):
-                paid = Judgement(PAID, best, base, gain)
-                found.append((0, -gain.ratio, best, "it paid alone", paid))
-            elif reason := lever.pays_with(stack.result.spec):
-                found.append((1, 0.0, best, reason, None))
-        if not found:
-            return None
-        _, _, best, reason, because = min(found, key=lambda f: (f[0], f[1]))
-        return best, reason, because
-
-    def _best_alone(
-        self, lever: Lever, base: Trial, singles: list[Trial], stack: RunSpec
-    ) -> Trial | None:
-        """The lever's fastest usable variant alone that the stack can take."""
-        own = [t for t in singles if t.rung.group == lever.name and self._usable(t)]
-        fits = [t for t in own if not self.check(_merge(stack, t.result.spec, self.base))]
-        return max(fits, key=lambda t: self._gain(t, base).ratio, default=None)  # type: ignore[union-attr]
-
-    def _why_not_stacked(self, lever: Lever, singles: list[Trial]) -> str:
-        own = [t for t in singles if t.rung.group == lever.name]
-        done = [t for t in own if not t.budget_cut]  # those the budget cut short tell nothing
-        unfinished = [t.rung.name for t in own if t.budget_cut]
-        cut = f" ({', '.join(unfinished)} not finished: budget)" if unfinished else ""
-        if not done:
-            return f"{lever.title}: not finished alone, the search's budget ran out"
-        if not any(self._usable(t) for t in done):
-            return f"{lever.title}: {self._unusable_text(done)}{cut}"
-        return (
-            f"{lever.title}: it did not pay alone, and nothing known makes it pay on this "
-            f"stack{cut}"
-        )
-
-    def _unusable_text(self, trials: Sequence[Trial]) -> str:
-        """What happened to `trials` alone, none of them usable: "it does not apply here";
-        "tf32 failed alone, bf16 drifted alone (outside the tolerance)"."""
-        said: dict[str, list[str]] = {}
-        for t in trials:
-            said.setdefault(self._unusable(t), []).append(t.rung.name)
-        if len(said) == 1:
-            return f"it {next(iter(said))}"
-        return ", ".join(f"{', '.join(names)} {words}" for words, names in said.items())
-
-    def _unusable(self, trial: Trial) -> str:
-        """Why `trial` may not be used, in the words of its own step."""
-        status = trial.result.status
-        if trial.measured:
-            return "drifted alone (outside the tolerance)"
-        if status == "unsupported":
-            return "does not apply here"
-        if status == "oom":
-            return "ran out of memory alone"
-        return "failed alone" if status == "error" else f"failed alone ({status})"
-
     def _keep(self, trial: Trial, reference: Trial) -> bool:
         """Whether `trial` replaces `reference`; its outcome says why or why not."""
         if not trial.measured:
@@ -534,19 +589,19 @@ class Search:
                 trial.judged = None
                 trial.outcome = f"left out: outside the tolerance: {breach}" if breach else ""
             return False
-        judged = Judgement(STACK, trial, reference, gain)
+        judged = Judgement(STACK, trial, reference, gain, threshold=self.threshold)
         if again:
             self.out.steps.append(judged)
         else:
             trial.judged, trial.outcome = judged, judgement_text(judged, gain)
-        return gain.low > 1.0
+        return gain.low > 1.0 + self.threshold
 
     def _usable(self, trial: Trial) -> bool:
         return trial.measured and self.tolerance.breach(trial.result.facts.get(Drift)) is None
 
     def _beats(self, trial: Trial, reference: Trial) -> bool:
         gain = self._gain(trial, reference)
-        return self._usable(trial) and gain is not None and gain.low > 1.0
+        return self._usable(trial) and gain is not None and gain.low > 1.0 + self.threshold
 
     def _gain(self, trial: Trial, reference: Trial) -> Speedup | None:
         if not trial.measured or not reference.measured:
@@ -559,7 +614,7 @@ class Search:
         """While the gain of `trial` over `reference` is close (its interval holds 1.0, but
         its ratio is a gain of CLOSE or more), run one more process of whichever has fewer,
         up to RACE_MOST each, within the budget."""
-        while (gain := self._gain(trial, reference)) is not None and _close(gain):
+        while (gain := self._gain(trial, reference)) is not None and _close(gain, self.threshold):
             side = reference if self._processes(reference) <= self._processes(trial) else trial
             if self._processes(side) >= RACE_MOST or not self._extend(side):
                 return
@@ -569,11 +624,12 @@ class Search:
         m = trial.result.measurement
         return 0 if m is None else m.processes
 
-    def _extend(self, trial: Trial) -> bool:
-        """One more process of `trial`'s variant, if the budget holds one; whether it added
-        samples (a failed process is recorded in the result, and ends its racing)."""
-        per_process = trial.wall_s / max(1, self._processes(trial))
-        left = self.budget.left()
+    def _extend(self, trial: Trial, expected: float | None = None) -> bool:
+        """One more process of `trial`'s variant, if the budget holds one (of `expected`
+        seconds; else as long as its earlier ones); whether it added samples (a failed process
+        is recorded in the result, beside the earlier ones, and ends its racing)."""
+        per_process = self._per_process(trial) if expected is None else expected
+        left = self._room()
         if self.more is None or per_process > left:
             return False
         self.on_start(f"{trial.rung.name}, process {self._processes(trial) + 1}")
@@ -595,8 +651,13 @@ class Search:
             if set(lever.ladder_groups) & set(self.groups) and (every or lever.generates)
         ]
 
-    def _stackable(self) -> list[Lever]:
-        return [lever for lever in self._levers() if lever.searched and not lever.late]
+    def _stackable(self, setup: bool | None = None) -> list[Lever]:
+        """The levers that stack; with `setup`, only those whose `setup_cost` is as given."""
+        return [
+            lever
+            for lever in self._levers()
+            if lever.searched and not lever.late and (setup is None or lever.setup_cost == setup)
+        ]
 
     # --- measuring --------------------------------------------------------------------------
     def _try_variant(self, v: Variant, phase: str, why: str, ref: Trial) -> Trial | None:
@@ -616,14 +677,15 @@ class Search:
         if reason:
             self.out.skip(rung.name, f"cannot run here: {reason}", rung.group)
             return None
-        left = self.budget.left()
+        left = self._room()
         if cost > 1.0 and cost * ref.wall_s > left:
             expected = f"{cost * ref.wall_s:.0f} s" + (f" ({costly})" if costly else "")
             self.out.skip(
                 rung.name, f"budget: expected about {expected}, {left:.0f} s left", rung.group
             )
             return None
-        trial = self._try(rung, phase, why)
+        target = self._target(rung.spec, ref) if phase in (STACK, ALTERNATIVE) else None
+        trial = self._try(rung, phase, why, target)
         if trial is not None and trial is not ref and trial.parent is None:
             trial.parent = ref  # a configuration two paths reached keeps its first
         if trial is not None and trial.measured and ref.measured and trial is not ref:
@@ -632,20 +694,39 @@ class Search:
             trial.outcome = self._alone_outcome(trial, ref)
         return trial
 
-    def _try(self, rung: Rung, phase: str, why: str) -> Trial | None:
+    def _room(self) -> float:
+        """Seconds left for the trial about to start: the budget's, less what is held."""
+        return self.budget.left() - self.held
+
+    def _no_room(self) -> str:
+        if self.held > 0 and self.budget.left() > 0:
+            return f"budget: the rest is held for {self.held_for}"
+        return "budget: the search's time was used up"
+
+    def _target(self, spec: RunSpec, ref: Trial) -> float | None:
+        """The block rate `spec` must beat to be kept on `ref`, for its process to stop early
+        where it cannot (StopRule.give_up_rate); None where the two time other blocks."""
+        m = ref.result.measurement
+        same = ("batch_size", "steps_per_block", "mode", "mode_args")
+        if m is None or any(getattr(spec, f) != getattr(ref.result.spec, f) for f in same):
+            return None
+        return m.rate.median * (1.0 + self.threshold)
+
+    def _try(self, rung: Rung, phase: str, why: str, target: float | None = None) -> Trial | None:
         done = next(
             (t for t in self.out.trials if t.rung.spec == rung.spec and not t.budget_cut), None
         )
         if done is not None:  # two paths reached one configuration: measured once
             return done
-        left = self.budget.left()
-        if left <= 0:
-            self.out.skip(rung.name, "budget: the search's time was used up", rung.group)
+        left = self._room()
+        least = LEAST_ROOM * self._per_process(self.reference) if self.reference else 0.0
+        if left <= 0 or left < least:
+            self.out.skip(rung.name, self._no_room(), rung.group)
             return None
         self.on_start(rung.name)
         timeout = min(self.timeout, left)
         started = self.budget.clock()
-        result = self.measure(rung, timeout)
+        result = self.measure(rung, timeout, target)
         trial = Trial(rung, result, phase, why, self.budget.clock() - started)
         if result.status == "timeout" and timeout < self.timeout:
             trial.budget_cut = True
@@ -672,7 +753,7 @@ class Search:
         lead = f"outside the tolerance: {breach}" if breach else ""
         cost = _accuracy_cost(trial, ref) if own and not breach else ""
         kind = DRIFT if breach else ALONE
-        trial.judged = Judgement(kind, trial, ref, gain, own, lead, cost)
+        trial.judged = Judgement(kind, trial, ref, gain, own, lead, cost, self.threshold)
         return judgement_text(trial.judged, gain)
 
 

@@ -64,6 +64,8 @@ def optimize_table(searched: Searched, chosen: Assessment, ladder: Ladder, width
         table.add_row(v.rung.name, *_optimize_cells(v, trial, ladder.tolerance))
     notes.append(f"the search's path ({outcome.wall_s:.0f} s of a {ladder.budget:.0f} s budget):")
     notes += searched.path()
+    if searched.time is not None:
+        notes.append(f"time: {searched.time.text()}")
     not_tried = {**ladder.not_tried, **dict(outcome.not_tried)}
     notes += [f"not tried: {name}: {why}" for name, why in not_tried.items()]
     notes += _backend_notes(verdicts)
