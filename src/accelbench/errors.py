@@ -22,6 +22,7 @@ __all__ = [
     "EXTRAS",
     "AccelbenchError",
     "DeviceError",
+    "MeasuredFailure",
     "MissingDependency",
     "StoreError",
     "UsageError",
@@ -49,6 +50,16 @@ class DeviceError(AccelbenchError):
 
 class WorkloadError(AccelbenchError):
     """An unknown workload, or one that cannot be built."""
+
+
+class MeasuredFailure(WorkloadError):
+    """A configuration that ends without its figure but with facts worth keeping (a serve whose
+    bound no load can meet: its SingleStream and Offline runs): `metrics` go with the failed
+    result."""
+
+    def __init__(self, message: str, metrics: dict[str, object]) -> None:
+        super().__init__(message)
+        self.metrics = metrics
 
 
 class StoreError(AccelbenchError):

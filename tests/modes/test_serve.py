@@ -165,3 +165,6 @@ def test_a_bound_no_load_can_meet_ends_the_configuration_with_one_line_saying_so
         result["error"],
     ), result["error"]
     assert "the bound is 0.001 ms" in out.stdout + out.stderr
+    runs = result["metrics"]["serve"]["runs"]  # what was measured is kept: no Server search
+    assert [r["scenario"] for r in runs] == ["singlestream", "offline"]
+    assert result["metrics"]["serve"]["server_qps"] is None

@@ -30,7 +30,7 @@ from ..devices.power import (
     PowerMeter,
 )
 from ..devices.state import StateMeter
-from ..errors import UsageError, one_line
+from ..errors import MeasuredFailure, UsageError, one_line
 from ..levers import refused_by_model, spec_with, warmup_needed
 from ..workloads import Workload
 from .facts import (
@@ -142,7 +142,8 @@ def run_config(
             )
     except Exception as exc:  # a failure is data: the sweep goes on
         status: Status = "oom" if is_out_of_memory(exc) else "error"
-        return replace(base, status=status, error=one_line(exc))
+        kept = exc.metrics if isinstance(exc, MeasuredFailure) else {}  # what it did measure
+        return replace(base, status=status, error=one_line(exc), metrics=kept)
     # The measurement stands whatever happens below: derived figures only add to it.
     said = {MODEL_OUTPUT: workload.output_note} if workload.output_note else {}
     return _measured(base, timed, {**derived, **said}, phases)

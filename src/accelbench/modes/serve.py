@@ -15,7 +15,7 @@ from ..core.facts import Fact, fact
 from ..core.mode_options import Count, ModeOption
 from ..core.modes import Mode, register_mode
 from ..core.result import RunSpec, Value
-from ..errors import WorkloadError
+from ..errors import MeasuredFailure
 from .infer import Infer
 
 if TYPE_CHECKING:
@@ -238,8 +238,8 @@ class Serve(Mode):
         served = replace(_served(settings.scenarios[0], report), **batching)
         served = replace(served, serving_s=time.perf_counter() - started)
         prep.info.update(served.to_metrics())
-        if not served.figure:
-            raise WorkloadError(served.why_none or _invalid(served))
+        if not served.figure:  # the runs it made stay with the failed result
+            raise MeasuredFailure(served.why_none or _invalid(served), served.to_metrics())
         block = prep.spec.batch_size * prep.spec.steps_per_block
         return Measurement(samples=(block / served.figure,))
 
