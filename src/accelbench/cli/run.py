@@ -32,6 +32,7 @@ from .output import (
     db_path,
     emit_json,
     exit_code,
+    print_command_wall,
     result_json,
     stored_history,
     width,
@@ -287,6 +288,9 @@ def request_from(args: argparse.Namespace) -> BenchmarkRequest:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from ..engine.server import start_early
+
+    start_early()  # its torch import runs beside ours, not after it
     from ..workflows.benchmark import plan
 
     # Check every input, the database included, before spending time measuring.
@@ -352,4 +356,5 @@ def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
         ids = ", ".join(f"#{r.id}" if r.id is not None else unsaved for r in results)
         ids = ids or "none (all were stored already)"
         print(f"stored as result(s) {ids} in {store.path} (sweep {sweep})")
+        print_command_wall(args)
     return exit_code(r.status for r in results)
