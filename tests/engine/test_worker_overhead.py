@@ -16,8 +16,7 @@ from accelbench.engine import worker
 from accelbench.engine.facts import OVERHEAD, Overhead
 from accelbench.engine.measure import StopRule
 from accelbench.engine.runner import make_spec
-from accelbench.engine.server import PRELOAD, START, start_method
-from accelbench.engine.worker import run_isolated
+from accelbench.engine.worker import START, run_isolated, start_method
 from accelbench.errors import UsageError
 from accelbench.workloads import WorkloadRef, get_workload
 
@@ -134,7 +133,7 @@ def test_what_the_server_preloads_starts_no_thread_and_no_device():
     code = textwrap.dedent(
         f"""
         import os, threading
-        for name in {PRELOAD!r}:
+        for name in {worker.PRELOAD!r}:
             __import__(name)
         import torch
         assert len(os.listdir("/proc/self/task")) == 1, os.listdir("/proc/self/task")
@@ -204,22 +203,3 @@ def test_a_worker_compiles_in_process_unless_the_user_names_a_count(asked, seen)
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == seen.split()
-
-
-@FORKSERVER
-def test_the_server_starts_early_without_torch_in_the_starting_process():
-    # run and optimize start it first, so its torch import overlaps the command's own
-    code = textwrap.dedent(
-        """
-        import sys
-        from multiprocessing import forkserver
-        from accelbench.engine.server import start_early
-        start_early()
-        assert "torch" not in sys.modules, "the command imported torch to start the server"
-        assert forkserver._forkserver._forkserver_pid is not None
-        print("started")
-        """
-    )
-    env = {key: value for key, value in os.environ.items() if key != START}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert out.stdout.strip() == "started", out.stderr

@@ -151,9 +151,6 @@ def request_from(args: argparse.Namespace) -> OptimizeRequest:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..engine.server import start_early
-
-    start_early()  # its torch import runs beside ours, not after it
     from ..render.console import optimize_table
     from ..store.db import Store
     from ..workflows.optimize import recommend

@@ -288,9 +288,6 @@ def request_from(args: argparse.Namespace) -> BenchmarkRequest:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..engine.server import start_early
-
-    start_early()  # its torch import runs beside ours, not after it
     from ..workflows.benchmark import plan
 
     # Check every input, the database included, before spending time measuring.

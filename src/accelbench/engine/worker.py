@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import multiprocessing
 import os
 import pickle
 import select
@@ -36,17 +37,16 @@ from ..analysis.explanation import ProfileRequest
 from ..analysis.facts import LEFT_RUNNING
 from ..core.result import Result, RunSpec
 from ..core.vocab import Status
-from ..errors import AccelbenchError, WorkloadError, one_line
+from ..errors import AccelbenchError, UsageError, WorkloadError, one_line
+from ..levers import NO_ENTRY_POINTS, PLUGINS
 from ..store.base import DB_VARIABLE
 from ..workloads import Workload, WorkloadRef, load_workload
 from ..workloads.described import WorkloadFacts, described
-from . import server
 from .dist import Launch
 from .facts import Overhead
 from .measure import StopRule
 from .reaper import Reaper
 from .rounds import Round
-from .server import START
 
 __all__ = [
     "COMPILE_THREADS",
@@ -61,6 +61,21 @@ __all__ = [
 ]
 
 COMPILE_THREADS = "TORCHINDUCTOR_COMPILE_THREADS"  # Inductor's compile pool, 1: none
+START = "ACCELBENCH_START"  # "spawn" forces a fresh interpreter per worker (debugging, comparing)
+STARTS = ("forkserver", "spawn")
+# What the fork server imports once. Nothing here may initialize CUDA or MPS or start threads
+# at import (a test checks): a fork copies only the forking thread, and a device context does
+# not survive a fork. numpy's OpenBLAS pool is the one exception; it stops itself around forks.
+# torch._dynamo too: importing it is most of torch.compile's setup (4 s a variant on a 2-core
+# CPU), and it starts no thread and touches no device at import.
+PRELOAD = (
+    "torch",
+    "torch._dynamo",
+    "accelbench.engine.runner",
+    "accelbench.analysis.drift",
+    "accelbench.cli.main",
+)
+_SERVER_LOCK = threading.Lock()
 # A worker's interpreter start and imports are not the configuration's: they have their own
 # limit, this or the configuration's --timeout, whichever is longer.
 START_LIMIT_S = 60.0
@@ -272,9 +287,43 @@ def _ours(error: AccelbenchError) -> AccelbenchError:
     return kind(str(error))  # type: ignore[no-any-return]
 
 
+def start_method() -> str:
+    """How workers start here: "forkserver" on Linux unless ACCELBENCH_START says "spawn"."""
+    asked = os.environ.get(START, "").strip().lower()
+    if asked and asked not in STARTS:
+        raise UsageError(f"${START} is {asked!r}; use one of {', '.join(STARTS)}")
+    if asked == "spawn" or not sys.platform.startswith("linux"):
+        return "spawn"  # fork is unsafe on macOS (system frameworks), absent on Windows
+    return "forkserver"
+
+
 def _context() -> Any:
     """The multiprocessing context for the next worker, with its fork server running."""
-    return server.context()
+    method = start_method()
+    context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        _start_server(context)
+    return context
+
+
+def _start_server(context: Any) -> None:
+    """Start this process's fork server the first time (and again should it have died).
+
+    It starts without plugins ($ACCELBENCH_LEVERS, installed entry points): plugin code is not
+    ours to vouch for (it could start a thread or touch a device at import, and a plugin that
+    fails to load would take the server down), and every worker loads the plugins now anyway."""
+    from multiprocessing import forkserver
+
+    with _SERVER_LOCK:
+        context.set_forkserver_preload(list(PRELOAD))
+        plugins = os.environ.pop(PLUGINS, None)
+        os.environ[NO_ENTRY_POINTS] = "1"
+        try:
+            forkserver.ensure_running()  # a cheap check once it runs
+        finally:
+            os.environ.pop(NO_ENTRY_POINTS, None)
+            if plugins is not None:
+                os.environ[PLUGINS] = plugins
 
 
 def _run_isolated(
