@@ -158,7 +158,7 @@ def print_command_wall(args: argparse.Namespace) -> None:
 
     seconds = seconds_since_start() if getattr(args, "whole_process", False) else None
     if seconds is not None:
-        print(f"this command took {seconds:.1f} s of wall time (Python's start included)")
+        print(f"wall time from this command's start to this line: {seconds:.1f} s")
 
 
 def exit_code(statuses: Iterable[str]) -> int:
