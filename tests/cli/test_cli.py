@@ -6,6 +6,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -29,9 +30,15 @@ def test_help_does_not_import_torch(argv):
 
 def test_run_prints_the_table_and_stores_the_result(tmp_path):
     db = tmp_path / "r.db"
+    started = time.monotonic()
     out = run_cli("run", "seed-cnn", "--devices", "cpu", "--blocks", "2", "--db", str(db))
+    waited = time.monotonic() - started
     assert out.returncode == 0, out.stderr
     assert "seed-cnn" in out.stdout and "it/s" in out.stdout
+    # the last line: the whole command's wall, at most what this test waited for it
+    last = out.stdout.splitlines()[-1]
+    assert last.startswith("wall time from this command's start to this line: "), last
+    assert 1.0 < float(last.split()[-2]) <= waited + 0.05, (last, waited)
     # a CPU-only run has no ratio to the CPU, and this CPU no peak for an MFU: left out
     header = next(line for line in out.stdout.splitlines() if "configuration" in line)
     assert "vs CPU" not in header and "MFU" not in header and "TFLOP/s" in header

@@ -192,23 +192,48 @@ def _survivors(mark: str, within: float = 10.0) -> list[int]:
     ids=["term-hanging", "hup-hanging", "kill-hanging", "kill-stepping"],
 )
 def test_a_terminated_or_killed_cli_leaves_no_process_behind(tmp_path, sent, forward_s):
+    command = ["run", "--model", _model(tmp_path, STARTED), "--devices", "cpu", "--no-verdict"]
+    code, stderr = _signalled(tmp_path, command + ["--blocks", "100000"], sent, forward_s)
+    if sent == signal.SIGTERM:
+        assert code == 143 and "terminated; results already stored are kept" in stderr
+    if sent == signal.SIGHUP:  # the terminal closed: said as SIGTERM is
+        assert code == 129 and "hung up (SIGHUP); results already stored are kept" in stderr
+
+
+@ON_LINUX
+@pytest.mark.parametrize("sent", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT])
+def test_optimize_ends_when_its_terminal_signals_its_whole_process_group(tmp_path, sent):
+    # A closed terminal (or Ctrl-C) signals the foreground group: the command, the fork server,
+    # the resource tracker and any worker in it, all at once, not the command alone.
+    command = ["optimize", "--model", _model(tmp_path, STARTED), "--device", "cpu"]
+    command += ["--mode", "infer", "--budget", "600"]
+    code, stderr = _signalled(tmp_path, command, sent, 600, group=True)
+    assert code == 128 + sent, stderr
+    assert "results already stored are kept" in stderr and "leaked" not in stderr, stderr
+
+
+def _signalled(
+    tmp_path: Path, args: list[str], sent: int, forward_s: float, group: bool = False
+) -> tuple[int, str]:
+    """Start the CLI, send `sent` once the model's forward runs, and return its exit code and
+    stderr, asserting that nothing it started is left running and nothing is a traceback."""
     mark = f"ACCELBENCH_TEST_MARK_{uuid.uuid4().hex}"
     started = tmp_path / "started"
     env = {**os.environ, mark: "1", "STARTED_FILE": str(started), "FORWARD_SLEEP_S": str(forward_s)}
     env.pop("ACCELBENCH_DB", None)
-    command = [sys.executable, "-m", "accelbench", "run", "--model", _model(tmp_path, STARTED)]
-    command += ["--devices", "cpu", "--no-verdict", "--blocks", "100000"]
-    command += ["--db", str(tmp_path / "r.db")]
+    command = [sys.executable, "-m", "accelbench", *args, "--db", str(tmp_path / "r.db")]
     # Files, not pipes: a survivor holding a pipe open would hang the test instead of failing it.
     with (tmp_path / "err").open("w") as err:
-        cli = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        cli = subprocess.Popen(
+            command, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=group
+        )
         try:
             deadline = time.monotonic() + 120
             while not started.exists() and cli.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert started.exists(), (tmp_path / "err").read_text()
             time.sleep(0.5)  # into the forward's sleep, or well into the timed steps
-            cli.send_signal(sent)
+            (os.killpg if group else os.kill)(cli.pid, sent)
             code = cli.wait(timeout=30)
         finally:
             left = _survivors(mark)
@@ -218,10 +243,7 @@ def test_a_terminated_or_killed_cli_leaves_no_process_behind(tmp_path, sent, for
     assert left == [], f"still running: {left}"
     stderr = (tmp_path / "err").read_text()
     assert "Traceback" not in stderr, stderr
-    if sent == signal.SIGTERM:
-        assert code == 143 and "terminated; results already stored are kept" in stderr
-    if sent == signal.SIGHUP:  # the terminal closed: said as SIGTERM is
-        assert code == 129 and "hung up (SIGHUP); results already stored are kept" in stderr
+    return code, stderr
 
 
 def test_a_closed_pipe_ends_the_command_quietly(tmp_path):

@@ -87,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             # Building the parser loads the lever registry, plugins included: a broken plugin
             # is the user's error, said in one line.
             args = build_parser().parse_args(argv)
+            # Called as the program (not by a test or a script, which pass argv): the process's
+            # wall is the command's, and its last line may say so.
+            args.whole_process = argv is None
             code = int(args.handler(args))
             sys.stdout.flush()  # a closed pipe shows here, where it is caught, not at exit
             return code

@@ -21,7 +21,7 @@ from .options import (
     share,
     workload_ref,
 )
-from .output import db_path, emit_json, width
+from .output import db_path, emit_json, print_command_wall, width
 
 if TYPE_CHECKING:
     from ..store.db import Store
@@ -179,6 +179,7 @@ def handle(args: argparse.Namespace) -> int:
         print(optimize_table(searched, chosen, ladder, width=width()), end="")
         if versus_run:
             print(versus_run)
+        print_command_wall(args)
     # A variant that fails is a finding of the search; only a failed baseline is a failure.
     return 0 if verdicts and verdicts[0].result.measurement is not None else 1
 

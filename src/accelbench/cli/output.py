@@ -150,6 +150,17 @@ def write(path: str, data: str | bytes) -> None:
     write_file(Path(path), data)
 
 
+def print_command_wall(args: argparse.Namespace) -> None:
+    """The console's last line: the command's whole wall time, from its process's start, so
+    the per-process breakdown above is not taken for all of it. Said only where the OS tells,
+    and where the process is the command's own (main() called by another program is not)."""
+    from ..devices.host import seconds_since_start
+
+    seconds = seconds_since_start() if getattr(args, "whole_process", False) else None
+    if seconds is not None:
+        print(f"wall time from this command's start to this line: {seconds:.1f} s")
+
+
 def exit_code(statuses: Iterable[str]) -> int:
     """1 when a configuration ran out of memory, failed or timed out; else 0."""
     return 1 if any(status in FAILED for status in statuses) else 0

@@ -32,6 +32,7 @@ from .output import (
     db_path,
     emit_json,
     exit_code,
+    print_command_wall,
     result_json,
     stored_history,
     width,
@@ -352,4 +353,5 @@ def run_and_print(checked: Plan, args: argparse.Namespace) -> int:
         ids = ", ".join(f"#{r.id}" if r.id is not None else unsaved for r in results)
         ids = ids or "none (all were stored already)"
         print(f"stored as result(s) {ids} in {store.path} (sweep {sweep})")
+        print_command_wall(args)
     return exit_code(r.status for r in results)

@@ -94,6 +94,25 @@ def proc_status_bytes(key: str) -> int | None:
     return None
 
 
+def seconds_since_start() -> float | None:
+    """Wall seconds since this process began (its interpreter's start included), from Linux's
+    /proc/self/stat and /proc/uptime; None where the OS does not say."""
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            return since_start(stat.read(), uptime.read(), os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def since_start(stat: str, uptime: str, ticks_per_s: int) -> float:
+    """Seconds from a process's start (field 22 of its /proc/PID/stat, in clock ticks after
+    boot) to `uptime` (the first figure of /proc/uptime, in seconds after boot)."""
+    # The name (field 2) is in parentheses and may hold spaces: count fields after it.
+    after_name = stat.rsplit(")", 1)[1].split()
+    started_s = int(after_name[22 - 3]) / ticks_per_s
+    return max(0.0, float(uptime.split()[0]) - started_s)
+
+
 def peak_rss_resettable() -> bool:
     """Whether Linux lets this process reset its peak RSS (VmHWM)."""
     return os.access("/proc/self/clear_refs", os.W_OK)
