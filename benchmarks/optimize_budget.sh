@@ -4,6 +4,7 @@
 # after seed 000's CNN twice more.
 #   bash benchmarks/optimize_budget.sh a      (writes $OUT/optbudget_a.tgz)
 #   bash benchmarks/optimize_budget.sh b      (writes $OUT/optbudget_b.tgz)
+#   bash benchmarks/optimize_budget.sh c      (llama-1b alone; $OUT/optbudget_c.tgz)
 part=${1:-a}
 export PYTHONPATH=src PYTHONUNBUFFERED=1 COLUMNS=250
 W=/tmp/optbudget_$part; mkdir -p $W
@@ -21,11 +22,15 @@ if [ "$part" = a ]; then
     --precisions bf16 --memory-formats channels_last --compile default --rounds 1 --max-time 10 \
     --no-verdict --no-latency --db $W/a.db --json
   timed seed_cnn_optimize timeout 125 $AB optimize seed-cnn --device cuda --mode train --db $W/a.db
-else
+elif [ "$part" = b ]; then
   # seed 000's CNN twice more: the same recommendation in 3 of 3 runs, with part a's
   timed seed_cnn_optimize_2 timeout 105 $AB optimize seed-cnn --device cuda --mode train --db $W/b.db
   timed seed_cnn_optimize_3 timeout 105 $AB optimize seed-cnn --device cuda --mode train --db $W/b.db
   timed llama_optimize timeout 370 $AB optimize llama-1b --device cuda --mode generate \
     --batch-size 1 --prompt-length 512 --new-tokens 128 --db $W/b.db --json
+fi
+if [ "$part" = c ]; then  # llama-1b alone again, after the 16-bit precisions were put first
+  timed llama_optimize timeout 330 $AB optimize llama-1b --device cuda --mode generate \
+    --batch-size 1 --prompt-length 512 --new-tokens 128 --db $W/c.db --json
 fi
 save
