@@ -16,7 +16,7 @@ from accelbench.store.db import Store
 from tests.conftest import digest, run_cli
 
 FAST = ["--devices", "cpu", "--blocks", "2", "--rounds", "2", "--no-verdict", "--no-latency"]
-FAST += ["--quiet"]
+FAST += ["--batch-sizes", "8", "--quiet"]  # the rows are under test, not seed-cnn's speed
 
 
 @pytest.fixture(scope="module")
