@@ -7,6 +7,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,37 @@ def run_cli(
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder all of this session's xdist workers see (their base temps' parent), or this
+    process's own base temp when it runs alone: never one another pytest run shares."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def one_worker_at_a_time(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[None]:
+    """Held by one xdist worker at a time: for what two must not do at once (apt-get)."""
+    from filelock import FileLock
+
+    with FileLock(str(_shared_root(tmp_path_factory) / f"{name}.lock")):
+        yield
+
+
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]
+) -> Path:
+    """A folder `build` filled, once for the session, whichever xdist workers ask for it: a
+    module fixture is otherwise built again on each worker that runs one of its tests. The
+    folder is shared: tests read it, or copy out of it what they change."""
+    folder = _shared_root(tmp_path_factory) / name
+    with one_worker_at_a_time(tmp_path_factory, name):
+        if not (folder / ".built").exists():  # a build that failed left no mark: try again
+            folder.mkdir(exist_ok=True)
+            build(folder)
+            (folder / ".built").touch()
+    return folder
 
 
 @pytest.fixture

@@ -191,6 +191,8 @@ def test_run_prunes_channels_for_inference_and_refuses_training(tmp_path):
         "none,channels:0.50",
         "--blocks",
         "2",
+        # a small batch, one process, no latency: pruning is under test, not seed-cnn's speed
+        *("--batch-sizes", "8", "--rounds", "1", "--no-latency"),
         "--no-verdict",
         "--json",
         "--db",
@@ -205,7 +207,7 @@ def test_run_prunes_channels_for_inference_and_refuses_training(tmp_path):
     assert train["status"] == "unsupported" and "inference lever" in train["error"]
     pruned, plain = results[("infer", "channels:0.5")], results[("infer", "")]
     assert pruned["status"] == plain["status"] == "ok"
-    assert pruned["label"] == "infer fp32 b64 pruned-channels:0.5"
+    assert pruned["label"] == "infer fp32 b8 pruned-channels:0.5"
     counts = pruned["metrics"]["pruning"]
     assert counts["params_after"] < counts["params_before"] == 338_486
     assert pruned["metrics"]["flops_per_sample"] < plain["metrics"]["flops_per_sample"]

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from rich.console import Console
 from rich.progress import TimeRemainingColumn
 
@@ -182,6 +183,7 @@ def test_the_record_passes_import_validation_and_reads_back():
         raise AssertionError("a wrong type passed validation")
 
 
+@pytest.mark.alone  # detects another busy process: other tests would be one too
 def test_a_run_beside_a_busy_process_records_it_and_warns(tmp_path):
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:

@@ -150,6 +150,7 @@ def test_the_note_says_whose_the_cores_were():
     )
 
 
+@pytest.mark.alone  # other tests' processes would crowd the child out of the busiest
 def test_a_busy_child_of_ours_is_named_in_the_machine_state():
     child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:

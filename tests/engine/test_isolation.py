@@ -186,6 +186,7 @@ def _survivors(mark: str, within: float = 10.0) -> list[int]:
 
 
 @ON_LINUX
+@pytest.mark.alone  # signals and a hanging forward: timing-sensitive beside other tests
 @pytest.mark.parametrize(
     "sent, forward_s",
     [(signal.SIGTERM, 600), (signal.SIGHUP, 600), (signal.SIGKILL, 600), (signal.SIGKILL, 0.01)],

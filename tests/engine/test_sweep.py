@@ -254,6 +254,9 @@ def test_cpu_sweep_of_the_seed_workloads(tmp_path):
         "fp32,bf16",
         "--blocks",
         "2",
+        # a small batch: the sweep's expansion is under test, not seed-cnn's default batch of
+        # 64 (47 s at it on a 2-core VM, 17 s at 8)
+        *("--batch-sizes", "8"),
         # one process each, no verdict probe or latency: the sweep's expansion and its
         # measurements are under test here; those steps have tests of their own and, failing,
         # would not change a status (they are kept beside the result)

@@ -16,7 +16,7 @@ from accelbench.core.stats import Measurement
 from accelbench.levers import spec_with
 from accelbench.render import html_report, markdown_report, throughput_chart
 from accelbench.store.db import Store
-from tests.conftest import run_cli
+from tests.conftest import one_worker_at_a_time, run_cli
 
 HOSTILE = '<script>window.hacked = 1</script><img src=x onerror="window.hacked = 2">'
 
@@ -130,7 +130,8 @@ def _install_browser() -> str:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    why = _install_browser()
+    with one_worker_at_a_time(tmp_path_factory, "apt-get"):  # dpkg's lock: one install at once
+        why = _install_browser()
     if why:
         pytest.skip(f"no headless browser: {why}")
     from selenium import webdriver

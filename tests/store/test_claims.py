@@ -17,7 +17,7 @@ import pytest
 from accelbench.analysis.facts import Rounds
 from accelbench.core.result import RunSpec
 from accelbench.store.db import Store
-from tests.conftest import run_cli
+from tests.conftest import built_once, run_cli
 
 SWEEP = ["mlp", "--devices", "cpu", "--modes", "train,infer", "--precisions", "fp32,bf16",
          "--blocks", "2", "--rounds", "2", "--no-verdict", "--no-latency", "--quiet"]  # fmt: skip
@@ -32,14 +32,22 @@ def _sweep_id(db) -> str:
 @pytest.fixture(scope="module")
 def raced(tmp_path_factory):
     """Two `run --resume` of SWEEP started at once into one new database: their exit codes,
-    what they said, and the database (whose sweep id the claim test below reads)."""
-    db = str(tmp_path_factory.mktemp("raced") / "r.db")
-    env = {k: v for k, v in os.environ.items() if k != "ACCELBENCH_DB"}
-    command = [sys.executable, "-m", "accelbench", "run", *SWEEP, "--resume", "--db", db]
-    racers = [subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
-              for _ in range(2)]  # fmt: skip
-    said = [racer.communicate(timeout=600)[1] for racer in racers]
-    return [racer.returncode for racer in racers], said, db
+    what they said, and the database (whose sweep id the claim test below reads); raced once
+    for all xdist workers."""
+
+    def build(folder):
+        env = {k: v for k, v in os.environ.items() if k != "ACCELBENCH_DB"}
+        command = [sys.executable, "-m", "accelbench", "run", *SWEEP, "--resume", "--db",
+                   str(folder / "r.db")]  # fmt: skip
+        racers = [subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+                  for _ in range(2)]  # fmt: skip
+        said = [racer.communicate(timeout=600)[1] for racer in racers]
+        codes = [racer.returncode for racer in racers]
+        (folder / "raced.json").write_text(json.dumps({"codes": codes, "said": said}))
+
+    folder = built_once(tmp_path_factory, "raced", build)
+    raced = json.loads((folder / "raced.json").read_text())
+    return raced["codes"], raced["said"], str(folder / "r.db")
 
 
 def test_two_resumers_at_once_store_each_configuration_once(raced):

@@ -13,19 +13,23 @@ import sys
 import pytest
 
 from accelbench.store.db import Store
-from tests.conftest import digest, run_cli
+from tests.conftest import built_once, digest, run_cli
 
 FAST = ["--devices", "cpu", "--blocks", "2", "--rounds", "2", "--no-verdict", "--no-latency"]
-FAST += ["--quiet"]
+FAST += ["--batch-sizes", "8", "--quiet"]  # the rows are under test, not seed-cnn's speed
 
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory):
-    """Four measured results: mlp and seed-cnn, training and inference, on the CPU."""
-    db = tmp_path_factory.mktemp("damage") / "r.db"
-    out = run_cli("run", "mlp", "seed-cnn", *FAST, "--modes", "train,infer", "--db", str(db))
-    assert out.returncode == 0, out.stderr
-    return db
+    """Four measured results: mlp and seed-cnn, training and inference, on the CPU (once for
+    all workers: the tests copy it before they damage it)."""
+
+    def build(folder):
+        db = folder / "r.db"
+        out = run_cli("run", "mlp", "seed-cnn", *FAST, "--modes", "train,infer", "--db", str(db))
+        assert out.returncode == 0, out.stderr
+
+    return built_once(tmp_path_factory, "damaged-store", build) / "r.db"
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,13 @@ restarting mid-run loses nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -120,9 +122,12 @@ def test_without_psycopg_a_server_store_says_how_to_install_it():
 def test_a_server_restarting_mid_run_loses_nothing(pg_cluster, tmp_path):
     db = pg_cluster.database()
     url = pg_cluster.url(db)
-    run = _start_run(url, tmp_path)
-    _wait_for_a_result(pg_cluster, db)
-    pg_cluster.stop()  # as a crash: the run's connection is cut
+    with Store(url):  # the schema, so that the trigger below has its table
+        pass
+    with _writes_after_the_first_held(pg_cluster, db):
+        run = _start_run(url, tmp_path)
+        _wait_for_a_held_write(pg_cluster, db)
+        pg_cluster.stop()  # as a crash, with a save under way: the run's connection is cut
     pg_cluster.start()
     out, err = run.communicate(timeout=600)
     assert run.returncode == 0, err
@@ -137,9 +142,12 @@ def test_a_server_restarting_mid_run_loses_nothing(pg_cluster, tmp_path):
 def test_a_server_away_for_the_rest_of_a_run_keeps_its_results_in_a_file(pg_cluster, tmp_path):
     db = pg_cluster.database("writer")
     url = pg_cluster.url(db, "writer", WRITER_PASSWORD)
-    run = _start_run(url, tmp_path)
-    _wait_for_a_result(pg_cluster, db)
-    pg_cluster.stop()
+    with Store(url):  # the schema, so that the trigger below has its table
+        pass
+    with _writes_after_the_first_held(pg_cluster, db):
+        run = _start_run(url, tmp_path)
+        _wait_for_a_held_write(pg_cluster, db)
+        pg_cluster.stop()  # with a save under way: the server goes, whatever the host's load
     try:
         out, err = run.communicate(timeout=600)
     finally:
@@ -170,14 +178,35 @@ def _start_run(url: str, cwd: object) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for_a_result(cluster: Cluster, db: str) -> None:
-    deadline = time.monotonic() + 300
-    while not _stored(cluster, db) and time.monotonic() < deadline:
-        time.sleep(0.2)
+_HOLD = 4242  # the advisory lock the test holds and a second save waits for
 
 
-def _stored(cluster: Cluster, db: str) -> bool:
+@contextlib.contextmanager
+def _writes_after_the_first_held(cluster: Cluster, db: str) -> Iterator[None]:
+    """Every save after the first result's waits for a lock this holds: the run is in the
+    middle of a save when the server goes, not finished before the test could stop it."""
+    import psycopg
+
+    cluster.sql(
+        "CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        f"IF EXISTS (SELECT 1 FROM results) THEN PERFORM pg_advisory_xact_lock({_HOLD}); "
+        "END IF; RETURN NEW; END $$",
+        db=db,
+    )
+    cluster.sql("CREATE TRIGGER hold BEFORE INSERT OR UPDATE ON results "
+                "FOR EACH ROW EXECUTE FUNCTION hold()", db=db)  # fmt: skip
+    holder = psycopg.connect(cluster.url(db), autocommit=True)
     try:
-        return bool(cluster.sql("SELECT count(*) FROM results", db=db)[0][0])
-    except Exception:  # the schema is not there yet
-        return False
+        holder.execute(f"SELECT pg_advisory_lock({_HOLD})")
+        yield
+    finally:
+        with contextlib.suppress(psycopg.Error):  # the server it held the lock on is gone
+            holder.close()
+
+
+def _wait_for_a_held_write(cluster: Cluster, db: str) -> None:
+    waiting = f"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = {_HOLD} "
+    waiting += "AND NOT granted"
+    deadline = time.monotonic() + 300
+    while not cluster.sql(waiting, db=db)[0][0] and time.monotonic() < deadline:
+        time.sleep(0.2)
