@@ -61,6 +61,7 @@ def generate_once(
     forced: torch.Tensor | None = None,
     keep_logits: bool = False,
     on_logits: Callable[[torch.Tensor], None] | None = None,
+    on_first: Callable[[], None] | None = None,
 ) -> Phases:
     """Greedy decoding of exactly `new_tokens` tokens after `prompt` (no end token stops it):
     the prefill makes the first, each decode step one more from the last logits' argmax. The
@@ -72,7 +73,9 @@ def generate_once(
     token ids (batch, new_tokens), each step is fed forced's token rather than its own last
     (teacher forcing, for drift: every prediction is made in the reference's context); the
     tokens returned are still its own predictions. The first logits are kept when forced or
-    `keep_logits`; `on_logits`, for drift, sees every step's (batch, vocabulary) logits."""
+    `keep_logits`; `on_logits`, for drift, sees every step's (batch, vocabulary) logits.
+    `on_first`, for serving, is called once the first tokens exist (after the prefill's
+    synchronize): a server sends them to LoadGen before the rest are made."""
     position = torch.arange(prompt.shape[1], device=prompt.device)
     if cache is not None:
         cache.reset()
@@ -81,6 +84,8 @@ def generate_once(
     logits, token, cache = _greedy_step(model, prompt, cache, position, None, on_logits)
     synchronize()
     before = clock()
+    if on_first is not None:
+        on_first()
     # a view would keep the whole prefill's logits alive (a model without logits_to_keep)
     first = logits.clone() if forced is not None or keep_logits else None
     prefill_s, made, steps = before - start, [token], []

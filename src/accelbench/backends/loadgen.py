@@ -34,6 +34,7 @@ __all__ = [
     "LoadResult",
     "LoadTest",
     "loadgen",
+    "read_detail",
     "read_result",
 ]
 
@@ -69,6 +70,11 @@ class LoadTest:
     target_qps: float = 0.0  # Server: the Poisson arrival rate; Offline: the expected rate
     expected_latency_s: float = 0.0  # Single/MultiStream: how LoadGen sizes its queries
     samples_per_query: int = 1  # MultiStream: its groups' size
+    # A language model's test (backends/serving_lm): LoadGen times each query's first token
+    # and the tokens after it; Server's verdict checks their p99 against these bounds
+    tokens: bool = False
+    ttft_bound_s: float = 0.0
+    tpot_bound_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,11 @@ def read_result(logs: Path, test: LoadTest) -> LoadResult:
         errors=int(detail.get("num_errors", 0)),
         summary=(logs / "mlperf_log_summary.txt").read_text(errors="replace"),
     )
+
+
+def read_detail(logs: Path) -> dict[str, Any]:
+    """Every key LoadGen's detail log in `logs` holds (the token figures: backends/serving_lm)."""
+    return _detail(logs / "mlperf_log_detail.txt")
 
 
 def _detail(path: Path) -> dict[str, Any]:

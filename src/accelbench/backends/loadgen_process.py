@@ -35,6 +35,10 @@ def drive(requests: Connection, responses: Connection) -> None:
         message = responses.recv()
         if message[0] == "answered":
             lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i in message[1]])
+        elif message[0] == "first":  # a language model's first tokens (backends/serving_lm)
+            lg.FirstTokenComplete([lg.QuerySampleResponse(i, 0, 0, 1) for i in message[1]])
+        elif message[0] == "tokens":  # its whole answers: (id, tokens made) each
+            lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0, n) for i, n in message[1]])
         elif message[0] == "test":
             running = threading.Thread(target=_test, args=(message[1], message[2], requests))
             running.start()
@@ -80,6 +84,10 @@ def _settings(test: dict[str, Any]) -> Any:
     else:
         latency_ns = round(test["expected_latency_s"] * 1e9)
         settings.single_stream_expected_latency_ns = max(1, latency_ns)
+    if test.get("tokens"):  # LoadGen's token latencies: TTFT and TPOT, in ns
+        settings.use_token_latencies = True
+        settings.ttft_latency = round(test["ttft_bound_s"] * 1e9)
+        settings.tpot_latency = round(test["tpot_bound_s"] * 1e9)
     return settings
 
 

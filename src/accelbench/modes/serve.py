@@ -1,7 +1,9 @@
 """Mode "serve": the model answers MLPerf LoadGen's queries, batched dynamically
 (backends/serving). Its rate is the scenario's figure: Server, the highest target QPS whose p99
 LoadGen judges within the bound; Offline, the throughput; SingleStream, one over its p90.
-Every LoadGen run behind it, with LoadGen's verdict and summary, is kept as the fact "serve"."""
+Every LoadGen run behind it, with LoadGen's verdict and summary, is kept as the fact "serve".
+A language model (a generate workload) is served prompt by prompt instead, its Server judged by
+LoadGen's time to first token and time per output token (modes/serve_lm)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from ..core.mode_options import Count, ModeOption
 from ..core.modes import Mode, register_mode
 from ..core.result import RunSpec, Value
 from ..errors import MeasuredFailure
+from .generate import NEW_TOKENS, PROMPT_LENGTH
 from .infer import Infer
 
 if TYPE_CHECKING:
@@ -23,7 +26,18 @@ if TYPE_CHECKING:
     from ..core.stats import Measurement
     from ..levers import Prepared
 
-__all__ = ["SERVE", "BATCH_WAIT", "LATENCY_BOUND", "MAX_BATCH", "SCENARIO", "Serve", "Served"]
+__all__ = [
+    "SERVE",
+    "BATCH_WAIT",
+    "LATENCY_BOUND",
+    "MAX_BATCH",
+    "SCENARIO",
+    "TPOT_BOUND",
+    "TTFT_BOUND",
+    "Serve",
+    "Served",
+    "generates",
+]
 
 SERVE = "serve"
 AUTO = "auto"  # a batching setting the worker chooses from the bound
@@ -75,6 +89,23 @@ class Milliseconds(ModeOption):
         return float(value)
 
 
+def generates(workload: Any) -> bool:
+    """Whether `workload` is a generate workload (a language model with generate's lengths:
+    workloads.llm.LanguageModel, or its described facts): it is served prompt by prompt."""
+    return getattr(workload, "new_tokens", None) is not None
+
+
+@dataclass(frozen=True)
+class ForKind(Milliseconds):
+    """A bound whose default applies to one kind of workload only: a classifier's (`lm` false)
+    or a language model's (`lm` true); the other kind runs without it."""
+
+    lm: bool = False
+
+    def default_for(self, workload: Any) -> Value | None:
+        return self.default if generates(workload) == self.lm else None
+
+
 @dataclass(frozen=True)
 class AutoCount(Count):
     """A whole number of queries, or "auto" (the worker chooses it: backends/batch_choice)."""
@@ -115,20 +146,43 @@ SCENARIO = Scenario(
     words=("server", "offline", "singlestream", "multistream"),
     default="server",
 )
-LATENCY_BOUND = Milliseconds(
+LATENCY_BOUND = ForKind(
     "latency_bound_ms",
     option="--latency-bounds",
     single="--latency-bound",
-    help="Server's p99 latency bound, in ms (default: 10)",
+    help="Server's p99 latency bound, in ms (default: 10; not for a language model)",
     prefix="p99<=",
     default=10.0,
+)
+# A language model's Server bounds; the defaults are MLPerf Inference's for llama3.1-8b Server
+# (loadgen/mlperf.conf: ttft_latency 2000, tpot_latency 100)
+TTFT_BOUND = ForKind(
+    "ttft_bound_ms",
+    option="--ttft-bounds",
+    single="--ttft-bound",
+    help="a language model's Server bound on the time to first token at p99, in ms "
+    "(default: 2000)",
+    prefix="ttft<=",
+    default=2000.0,
+    lm=True,
+)
+TPOT_BOUND = ForKind(
+    "tpot_bound_ms",
+    option="--tpot-bounds",
+    single="--tpot-bound",
+    help="a language model's Server bound on the time per output token at p99, in ms "
+    "(default: 100)",
+    prefix="tpot<=",
+    default=100.0,
+    lm=True,
 )
 MAX_BATCH = AutoCount(
     "max_batch",
     option="--max-batches",
     single="--max-batch",
     help="the most queries one batch takes, or auto: the largest of 1, 2, 4, 8, 16, 24, 32, "
-    "48, 64, 96, 128 whose warm batch takes at most (bound - wait) / 2.5 (default: auto)",
+    "48, 64, 96, 128 whose warm batch takes at most (bound - wait) / 2.5 (a language model: "
+    "its whole generation, within the TTFT bound) (default: auto)",
     prefix="mb",
     default=AUTO,
 )
@@ -137,7 +191,7 @@ BATCH_WAIT = Milliseconds(
     option="--batch-waits",
     single="--batch-wait",
     help="the longest the oldest query waits for others to join its batch, in ms, or auto: "
-    "the bound / 20 (default: auto)",
+    "the bound / 20 (a language model: the TTFT bound / 20) (default: auto)",
     prefix="w",
     default=AUTO,
     zero=True,
@@ -162,6 +216,16 @@ class ServedRun:
     batches: Mapping[str, int]  # batch size -> batches of that size the batcher formed
     summary: str  # LoadGen's mlperf_log_summary.txt
     process: int = 0  # which of the configuration's processes ran it, from 0
+    # A language model's run (modes/serve_lm): LoadGen's token figures; the latencies above
+    # are then whole answers'
+    ttft_p50_ms: float | None = None
+    ttft_p90_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    tpot_p90_ms: float | None = None
+    tpot_p99_ms: float | None = None
+    tokens_per_s: float | None = None
+    reasons: tuple[str, ...] = ()  # LoadGen's own words for an INVALID run
 
 
 @fact(SERVE)
@@ -191,6 +255,10 @@ class Served(Fact):
     serving_s: float | None = None  # the measurement: choosing, warming up, every LoadGen run
     max_batches: tuple[int, ...] = ()  # each process's max batch (auto chooses in each)
     processes: int = 1
+    # A language model's (modes/serve_lm): the bounds served at and Offline's tokens/s
+    ttft_bound_ms: float | None = None
+    tpot_bound_ms: float | None = None
+    offline_tokens_per_s: float | None = None
 
 
 @register_mode
@@ -200,11 +268,25 @@ class Serve(Mode):
     probes = False  # the rate is LoadGen's, not a closed loop's step
     closed_loop = False  # no it/s or step time: one sample a process, the scenario's figure
     fixed_batch = False  # the batcher forms its batches: the label has no b
-    options = (SCENARIO, LATENCY_BOUND, MAX_BATCH, BATCH_WAIT)
+    options = (
+        SCENARIO,
+        LATENCY_BOUND,
+        TTFT_BOUND,
+        TPOT_BOUND,
+        MAX_BATCH,
+        BATCH_WAIT,
+        PROMPT_LENGTH,
+        NEW_TOKENS,
+    )
 
     def inputs(self, spec: RunSpec, workload: Any, generator: Any) -> Any:
         """The samples the queries name, on the device: as many as the largest batch (the
-        largest candidate, where the worker chooses it)."""
+        largest candidate, where the worker chooses it); a language model's, prompts."""
+        if _serves_tokens(spec):
+            import torch
+
+            prompts = workload.prompt(generator, _largest(spec), PROMPT_LENGTH.of(spec))
+            return prompts, torch.empty(0)
         return workload.make_batch(generator, _largest(spec))
 
     def build_step(self, prep: Prepared) -> Callable[[], None]:
@@ -222,26 +304,27 @@ class Serve(Mode):
     def check_args(self, spec: RunSpec, workload: Any) -> None:
         """LoadGen must be there: one line naming the extra, before any worker starts."""
         from ..backends.loadgen import loadgen
+        from .serve_lm import check_kind
 
         loadgen()
+        check_kind(spec, workload)
 
     def measure(self, prep: Prepared, closed_loop: Callable[[], Measurement]) -> Measurement:
         """LoadGen's scenarios instead of the closed loop: one sample, the seconds a block's
         samples take at the scenario's rate (so the rate is that figure)."""
         from ..backends.serving import forward_batches, serve, warm_up
-        from ..core.stats import Measurement
 
+        if _serves_tokens(prep.spec):
+            from .serve_lm import serve_prompts
+
+            return _measured(prep, serve_prompts(prep))
         started = time.perf_counter()
         run_batch = forward_batches(prep, graphs=bool(prep.spec.lever("cuda_graphs", False)))
         settings, batching = _settings(prep.spec, run_batch)
         report = serve(settings, run_batch, warm_up(run_batch, settings.max_batch))
         served = replace(_served(settings.scenarios[0], report), **batching)
         served = replace(served, serving_s=time.perf_counter() - started)
-        prep.info.update(served.to_metrics())
-        if not served.figure:  # the runs it made stay with the failed result
-            raise MeasuredFailure(served.why_none or _invalid(served), served.to_metrics())
-        block = prep.spec.batch_size * prep.spec.steps_per_block
-        return Measurement(samples=(block / served.figure,))
+        return _measured(prep, served)
 
     def merge_processes(self, before: dict[str, Any], latest: dict[str, Any]) -> dict[str, Any]:
         """Every process's LoadGen runs, each marked with its process; the seconds summed."""
@@ -258,6 +341,23 @@ class Serve(Mode):
             max_batches=(*first.max_batches, *later.max_batches),
         )
         return merged.to_metrics()
+
+
+def _serves_tokens(spec: RunSpec) -> bool:
+    """A language model's configuration: generate's new tokens are among its arguments."""
+    return NEW_TOKENS.value(spec) is not None
+
+
+def _measured(prep: Prepared, served: Served) -> Measurement:
+    """The served figure as the configuration's one sample: the seconds a block's samples take
+    at that rate; none (a failure keeping the runs made) where no figure was found."""
+    from ..core.stats import Measurement
+
+    prep.info.update(served.to_metrics())
+    if not served.figure:  # the runs it made stay with the failed result
+        raise MeasuredFailure(served.why_none or _invalid(served), served.to_metrics())
+    block = prep.spec.batch_size * prep.spec.steps_per_block
+    return Measurement(samples=(block / served.figure,))
 
 
 def _sum(a: float | None, b: float | None) -> float | None:
