@@ -13,6 +13,10 @@ __all__ = ["serve_notes"]
 
 def serve_notes(served: Served, bound_ms: float | None) -> list[str]:
     notes = [batching_note(served)] if served.max_batch is not None else []
+    if served.ttft_bound_ms is not None:  # a language model's: its bounds are on tokens
+        from .serve_lm_notes import token_notes
+
+        return notes + token_notes(served)
     if served.scenario == "server" and bound_ms is not None:
         notes.append(server_note(served, bound_ms))
     return notes
@@ -29,7 +33,7 @@ def batching_note(served: Served) -> str:
         most += f"; the first process's: the processes' were {chose}"
     wait = f"a wait of {served.wait_ms:.3g} ms"
     if "batch_wait_ms" in served.auto:
-        wait += " (auto: the bound / 20)"
+        wait += f" (auto: {_bound(served)} / 20)"
     return f"served with {most} and {wait}"
 
 
@@ -37,7 +41,7 @@ def _why_max_batch(served: Served) -> str:
     """How the auto max batch was chosen, from the candidates' warm times."""
     budget = served.service_budget_ms
     assert budget is not None and served.max_batch is not None
-    within = f"(bound - wait) / 2.5 = {budget:.3g} ms"
+    within = f"({_bound(served).removeprefix('the ')} - wait) / 2.5 = {budget:.3g} ms"
     timed = dict(sorted((int(size), ms) for size, ms in served.service_ms.items()))
     chosen = timed.get(served.max_batch)
     if chosen is None:
@@ -49,6 +53,11 @@ def _why_max_batch(served: Served) -> str:
     if over:
         said += f"; {over[0][0]} took {over[0][1]:.3g} ms"
     return said
+
+
+def _bound(served: Served) -> str:
+    """The bound the auto settings come from: a language model's is its TTFT bound."""
+    return "the bound" if served.ttft_bound_ms is None else "the TTFT bound"
 
 
 def server_note(served: Served, bound_ms: float) -> str:
