@@ -47,3 +47,48 @@ def test_several_processes_each_have_their_server_figure():
         "Server at p99 <= 10 ms, each process's highest target LoadGen judged VALID: "
         "10,546, 9,900 QPS (4 Server runs in all)"
     )
+
+
+def _token_run(scenario: str, target: float, valid: bool, **more) -> ServedRun:
+    figures = {"ttft_p50_ms": 40.0, "ttft_p90_ms": 90.0, "ttft_p99_ms": 180.0,
+               "tpot_p50_ms": 11.0, "tpot_p90_ms": 12.5, "tpot_p99_ms": 14.0}  # fmt: skip
+    if scenario == "offline":
+        figures = {}
+    return replace(_run(scenario, target, valid), **{**figures, **more})
+
+
+def test_a_language_model_s_notes_give_its_token_figures_and_bounds():
+    runs = [
+        _token_run("singlestream", 0.0, True),
+        _token_run("offline", 0.0, True, qps=120.0, tokens_per_s=3840.0),
+        _token_run("server", 60.0, True),
+        _token_run("server", 90.0, False, reasons=("TTFT constrain not met: Reduce target QPS",)),
+    ]
+    served = replace(
+        _served(runs), server_qps=60.0, failed_above=90.0, server_to_offline=0.5,
+        ttft_bound_ms=2000.0, tpot_bound_ms=100.0, max_batch=32, service_budget_ms=760.0,
+        service_ms={"32": 700.0, "48": 900.0}, wait_ms=100.0,
+    )  # fmt: skip
+    batching, single, offline, server = serve_notes(served, None)
+    assert batching.startswith("served with batches of at most 32 (auto: a warm batch of 32 took")
+    assert "within (TTFT bound - wait) / 2.5 = 760 ms" in batching
+    assert batching.endswith("a wait of 100 ms (auto: the TTFT bound / 20)")
+    assert single == "one prompt at a time: TTFT p50/p90/p99 40/90/180 ms, TPOT 11/12.5/14 ms"
+    assert offline == "Offline: 120 prompts/s, 3,840 tokens/s (LoadGen VALID)"
+    assert server.startswith(
+        "Server: 60.0 QPS at TTFT p99 <= 2000 ms and TPOT p99 <= 100 ms (LoadGen VALID; "
+        "TTFT p50/p90/p99 40/90/180 ms, TPOT 11/12.5/14 ms), 90.0 failed (LoadGen INVALID: "
+        "TTFT constrain not met: Reduce target QPS); 0.50 of Offline's prompts/s; 2 LoadGen runs"
+    ), server
+
+
+def test_a_language_model_with_no_target_within_its_bounds_says_why():
+    served = replace(
+        _served([_token_run("singlestream", 0.0, True)]), server_qps=None, failed_above=None,
+        why_none="even one prompt at a time has a TPOT of 14 ms at p99; the bound is 5 ms",
+        ttft_bound_ms=2000.0, tpot_bound_ms=5.0, max_batch=None, search_s=None,
+    )  # fmt: skip
+    assert serve_notes(served, None)[-1] == (
+        "Server at TTFT p99 <= 2000 ms and TPOT p99 <= 5 ms: none (even one prompt at a time "
+        "has a TPOT of 14 ms at p99; the bound is 5 ms); 0 LoadGen runs"
+    )
