@@ -142,7 +142,8 @@ SCENARIO = Scenario(
     single="--scenario",
     help="LoadGen scenario: server (the highest QPS within --latency-bounds at p99, a language "
     "model's within --ttft-bounds and --tpot-bounds; runs singlestream and offline too), "
-    "offline (throughput), singlestream (p90 latency), multistream (groups of 8 samples: p99 latency)",
+    "offline (throughput), singlestream (p90 latency), multistream (groups of 8 samples: "
+    "p99 latency)",
     words=("server", "offline", "singlestream", "multistream"),
     default="server",
 )
