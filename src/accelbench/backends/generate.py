@@ -73,9 +73,8 @@ def generate_once(
     token ids (batch, new_tokens), each step is fed forced's token rather than its own last
     (teacher forcing, for drift: every prediction is made in the reference's context); the
     tokens returned are still its own predictions. The first logits are kept when forced or
-    `keep_logits`; `on_logits`, for drift, sees every step's (batch, vocabulary) logits.
-    `on_first`, for serving, is called once the first tokens exist (after the prefill's
-    synchronize): a server sends them to LoadGen before the rest are made."""
+    `keep_logits`; `on_logits`, for drift, sees every step's (batch, vocabulary) logits;
+    `on_first`, for serving, is called once the first tokens exist, before the rest are made."""
     position = torch.arange(prompt.shape[1], device=prompt.device)
     if cache is not None:
         cache.reset()

@@ -15,3 +15,4 @@ BUILT_IN = ("train", "infer", "generate", "serve")  # registration order: the or
 
 for _module in BUILT_IN:
     importlib.import_module(f".{_module}", __name__)  # each registers its mode
+importlib.import_module(".serve_lm", __name__)  # installs a language model's serving in serve

@@ -37,6 +37,7 @@ __all__ = [
     "Serve",
     "Served",
     "generates",
+    "install_token_serving",
 ]
 
 SERVE = "serve"
@@ -305,10 +306,9 @@ class Serve(Mode):
     def check_args(self, spec: RunSpec, workload: Any) -> None:
         """LoadGen must be there: one line naming the extra, before any worker starts."""
         from ..backends.loadgen import loadgen
-        from .serve_lm import check_kind
 
         loadgen()
-        check_kind(spec, workload)
+        _TOKEN_SERVING["check"](spec, workload)
 
     def measure(self, prep: Prepared, closed_loop: Callable[[], Measurement]) -> Measurement:
         """LoadGen's scenarios instead of the closed loop: one sample, the seconds a block's
@@ -316,9 +316,7 @@ class Serve(Mode):
         from ..backends.serving import forward_batches, serve, warm_up
 
         if _serves_tokens(prep.spec):
-            from .serve_lm import serve_prompts
-
-            return _measured(prep, serve_prompts(prep))
+            return _measured(prep, _TOKEN_SERVING["serve"](prep))
         started = time.perf_counter()
         run_batch = forward_batches(prep, graphs=bool(prep.spec.lever("cuda_graphs", False)))
         settings, batching = _settings(prep.spec, run_batch)
@@ -342,6 +340,20 @@ class Serve(Mode):
             max_batches=(*first.max_batches, *later.max_batches),
         )
         return merged.to_metrics()
+
+
+# How a language model is served (modes/serve_lm): it builds on this module's options and fact,
+# so this module cannot import it; it installs itself at its import (modes/__init__), as
+# core/modes installs its lookup into core/result
+_TOKEN_SERVING: dict[str, Callable[..., Any]] = {}
+
+
+def install_token_serving(
+    check: Callable[[RunSpec, Any], None], serve_prompts: Callable[[Any], Served]
+) -> None:
+    """Called once, by modes/serve_lm: `check(spec, workload)` refuses options that do not fit
+    the kind of workload; `serve_prompts(prep)` serves a language model."""
+    _TOKEN_SERVING.update(check=check, serve=serve_prompts)
 
 
 def _serves_tokens(spec: RunSpec) -> bool:

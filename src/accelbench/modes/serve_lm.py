@@ -25,6 +25,7 @@ from .serve import (
     Served,
     ServedRun,
     generates,
+    install_token_serving,
 )
 
 if TYPE_CHECKING:
@@ -78,6 +79,9 @@ def serve_prompts(prep: Prepared) -> Served:
     report = serve_tokens(settings, generate, warm_tokens(generate, settings.max_batch))
     served = replace(_served(settings.scenarios[0], report), **record)
     return replace(served, serving_s=time.perf_counter() - started)
+
+
+install_token_serving(check_kind, serve_prompts)
 
 
 def _settings(spec: RunSpec, generate: Generate) -> tuple[TokenSettings, dict[str, Any]]:
