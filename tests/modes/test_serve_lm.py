@@ -36,6 +36,8 @@ def test_offline_serves_prompts_and_keeps_loadgens_tokens_per_second(tmp_path):
     assert served["ttft_bound_ms"] == 2000.0 and served["tpot_bound_ms"] == 100.0
     assert max(int(size) for size in offline["batches"]) <= 4
     assert served["figure"] == pytest.approx(offline["qps"])
+    # infer's FLOPs per sample would not be a generation's: none is claimed
+    assert "flops_per_sample" not in result["metrics"], result["metrics"].keys()
     said = r"Offline: [0-9.,]+ prompts/s, [0-9.,]+ tokens/s \(LoadGen VALID\)"
     assert re.search(said, out.stdout), out.stdout
 

@@ -73,11 +73,13 @@ def test_a_language_model_s_notes_give_its_token_figures_and_bounds():
     assert batching.startswith("served with batches of at most 32 (auto: a warm batch of 32 took")
     assert "within (TTFT bound - wait) / 2.5 = 760 ms" in batching
     assert batching.endswith("a wait of 100 ms (auto: the TTFT bound / 20)")
-    assert single == "one prompt at a time: TTFT p50/p90/p99 40/90/180 ms, TPOT 11/12.5/14 ms"
+    assert single == (
+        "one prompt at a time: TTFT p50/p90/p99 40.0/90.0/180 ms, TPOT 11.0/12.5/14.0 ms"
+    )
     assert offline == "Offline: 120 prompts/s, 3,840 tokens/s (LoadGen VALID)"
     assert server.startswith(
         "Server: 60.0 QPS at TTFT p99 <= 2000 ms and TPOT p99 <= 100 ms (LoadGen VALID; "
-        "TTFT p50/p90/p99 40/90/180 ms, TPOT 11/12.5/14 ms), 90.0 failed (LoadGen INVALID: "
+        "TTFT p50/p90/p99 40.0/90.0/180 ms, TPOT 11.0/12.5/14.0 ms), 90.0 failed (LoadGen INVALID: "
         "TTFT constrain not met: Reduce target QPS); 0.50 of Offline's prompts/s; 2 LoadGen runs"
     ), server
 

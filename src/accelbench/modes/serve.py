@@ -297,6 +297,11 @@ class Serve(Mode):
         capture after it)."""
         return Infer.build_step(self, prep)  # type: ignore[arg-type]
 
+    def model_facts(self, workload: Any, spec: RunSpec) -> dict[str, Any] | None:
+        """A language model's answers are generations, not infer's one forward of its input
+        shape: no FLOPs per sample is claimed for them (None: a classifier's, the usual)."""
+        return {} if _serves_tokens(spec) else None
+
     def drift_spec(self, spec: RunSpec) -> RunSpec:
         """The accuracy guard compares infer's outputs on the same levers and precision: the
         model the batcher serves is built the same way, while serve's inputs hold the largest

@@ -24,12 +24,12 @@ def token_notes(served: Served) -> list[str]:
 
 
 def token_percentiles(run: ServedRun) -> str:
-    """'TTFT p50/p90/p99 12/15/21 ms, TPOT 3.1/3.4/4 ms' (LoadGen's)."""
+    """'TTFT p50/p90/p99 12.0/15.0/2,100 ms, TPOT 3.10/3.40/4.00 ms' (LoadGen's)."""
 
     def three(p50: float | None, p90: float | None, p99: float | None) -> str:
         if p50 is None or p90 is None or p99 is None:
             return "not reported"
-        return f"{p50:.3g}/{p90:.3g}/{p99:.3g} ms"
+        return f"{number(p50)}/{number(p90)}/{number(p99)} ms"
 
     ttft = three(run.ttft_p50_ms, run.ttft_p90_ms, run.ttft_p99_ms)
     tpot = three(run.tpot_p50_ms, run.tpot_p90_ms, run.tpot_p99_ms)
