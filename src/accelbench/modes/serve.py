@@ -225,6 +225,13 @@ class Serve(Mode):
 
         loadgen()
 
+    def profile_note(self, spec: RunSpec) -> str:
+        return (
+            f"the profiled step is one batch of {_largest(spec)} (the largest the batcher may "
+            "form), not a served query: serving has no step time, so the shares are of the "
+            "profiled step"
+        )
+
     def measure(self, prep: Prepared, closed_loop: Callable[[], Measurement]) -> Measurement:
         """LoadGen's scenarios instead of the closed loop: one sample, the seconds a block's
         samples take at the scenario's rate (so the rate is that figure)."""
