@@ -323,15 +323,19 @@ def test_a_close_gain_gets_more_processes_and_a_close_loss_does_not():
     assert 1 < tf32.result.measurement.processes <= 4
 
 
-def _llama_search(bf16, budget, spread=0.1, bf16_seconds=10.0):
+def _llama_search(bf16, budget, spread=0.1, bf16_seconds=10.0, bf16_processes=9):
     """llama-1b's generate search of issue 39, on the fake clock (10 s a process, bf16's
-    `bf16_seconds`): fp32 eager's processes 10% apart, bf16 `bf16` times fp32, the static
-    cache 3.5x."""
+    `bf16_seconds`): fp32 eager's processes 10% apart, bf16 `bf16` times fp32 (its processes
+    after the first `bf16_processes` fail), the static cache 3.5x."""
+    bf16_runs = []
 
     def rate(spec):
         if spec.lever("kv_cache", "") == "static":
             return 3.5 * (bf16 if spec.precision == "bf16" else 1.0)
-        return bf16 if spec.precision in ("bf16", "fp16") else 1.0
+        if spec.precision == "bf16":
+            bf16_runs.append(spec)
+            return bf16 if len(bf16_runs) <= bf16_processes else None
+        return bf16 if spec.precision == "fp16" else 1.0
 
     bench = FakeBench(rate, spread=spread)
     measure = _generating(0.8)  # memory-bound decode: precision first
@@ -400,6 +404,15 @@ def test_an_undecided_trial_the_budget_has_no_room_for_says_so():
                          f"({bf16.raced[0]})")  # fmt: skip
     # the hold stayed for the static cache, tried on the stack without bf16
     assert "static-cache + compile:reduce-overhead" in [t.rung.name for t in outcome.trials]
+
+
+def test_an_undecided_trial_whose_next_process_fails_says_so():
+    outcome, _ = _llama_search(bf16=1.34, budget=95.0, bf16_processes=1)
+    bf16 = _bf16(outcome)
+    assert bf16.raced == [
+        "undecided after 1 process: measured again, but bf16's next process ended without a "
+        "figure"
+    ]
 
 
 # --- a backend switch is a variant of its own; int8 is judged against it; threads on the CPU

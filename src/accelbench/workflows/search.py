@@ -635,7 +635,7 @@ class Search:
         gain = self._gain(trial, reference)
         if self.more is None or gain is None or not _close(gain, self.threshold):
             return
-        before, short = (self._processes(trial), self._processes(reference)), ""
+        before, short, tried = (self._processes(trial), self._processes(reference)), "", 0
         while (gain := self._gain(trial, reference)) is not None and _close(gain, self.threshold):
             side = reference if self._processes(reference) <= self._processes(trial) else trial
             if self._processes(side) >= RACE_MOST:
@@ -643,10 +643,13 @@ class Search:
                 break
             room, held_for = self._race_room(side)
             short = self._short_of(side, room, held_for)
-            if short or not self._extend(side, room=room):
+            if short:
                 break
-            short = ""
-        trial.raced.append(self._race_note(trial, reference, before, short))
+            tried += 1
+            if not self._extend(side, room=room):  # it fitted: the process itself failed
+                short = f"{side.rung.name}'s next process ended without a figure"
+                break
+        trial.raced.append(self._race_note(trial, reference, before, short, tried))
 
     def _race_room(self, side: Trial) -> tuple[float, str]:
         """Seconds `side`'s next process may take, and what the rest is held for: its second
@@ -666,14 +669,16 @@ class Search:
         return f"budget: a process takes about {per:.0f} s, {max(0.0, room):.0f} s left{held}"
 
     def _race_note(
-        self, trial: Trial, reference: Trial, before: tuple[int, int], short: str
+        self, trial: Trial, reference: Trial, before: tuple[int, int], short: str, tried: int
     ) -> str:
         """What a race did, for the path: "undecided after 1 process: measured again, 3
         processes" (and the reference's count, where it got more)."""
         first = f"undecided after {_processes_text(before[0])}"
         now = self._processes(trial), self._processes(reference)
-        if now == before:
+        if not tried:
             return f"{first}: not measured again ({short})"
+        if now == before:  # the one process tried failed
+            return f"{first}: measured again, but {short}"
         text = f"{first}: measured again, {_processes_text(now[0])}"
         if now[1] > before[1]:
             text += f", {reference.rung.name} {_processes_text(now[1])}"
