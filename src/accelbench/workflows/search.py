@@ -635,6 +635,8 @@ class Search:
         gain = self._gain(trial, reference)
         if self.more is None or gain is None or not _close(gain, self.threshold):
             return
+        if GAVE_UP_BELOW in trial.result.metrics:  # its first process showed it cannot pay
+            return
         before, short, tried = (self._processes(trial), self._processes(reference)), "", 0
         while (gain := self._gain(trial, reference)) is not None and _close(gain, self.threshold):
             side = reference if self._processes(reference) <= self._processes(trial) else trial
