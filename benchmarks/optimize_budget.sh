@@ -38,7 +38,7 @@ if [ "$part" = c ]; then  # llama-1b alone again, after the 16-bit precisions we
     --batch-size 1 --prompt-length 512 --new-tokens 128 --db $W/c.db --json
 fi
 if [ "$part" = d ]; then  # seed 000's CNN three times: the same recommendation in 3 of 3?
-  for i in 1 2 3; do
+  for i in ${RUNS:-1 2 3}; do  # RUNS="1": the first alone
     timed seed_cnn_optimize_$i timeout 135 $AB optimize seed-cnn --device cuda --mode train \
       --db $W/d.db
   done
