@@ -35,17 +35,17 @@ SETTINGS = ServeSettings(
 
 
 class Device:
-    """The simulated device; `gaps`: seconds from each batch's end to the next launch."""
+    """The simulated device; `gaps`: seconds from each batch's end (its time up, whether or
+    not the host has noticed) to the next launch."""
 
     def __init__(self) -> None:
-        self.busy_until = 0.0
-        self.ended: float | None = None
+        self.busy_until: float | None = None
         self.gaps: list[float] = []
 
     def launch(self, size: int) -> float:
         now = time.monotonic()
-        if self.ended is not None:
-            self.gaps.append(now - self.ended)
+        if self.busy_until is not None:  # idle from the batch's end, noticed or not
+            self.gaps.append(now - self.busy_until)
         self.busy_until = now + A_S + B_S * size
         return self.busy_until
 
@@ -54,7 +54,6 @@ class Device:
 
     def finish(self, until: float) -> None:
         time.sleep(max(0.0, until - time.monotonic()))
-        self.ended = max(time.monotonic(), until)
 
 
 def ways(device: Device) -> dict[str, BatchWork[Any]]:

@@ -19,6 +19,7 @@ saturation the larger batch is the cheaper per query.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -27,6 +28,10 @@ from multiprocessing.connection import Connection
 from typing import Generic, TypeVar
 
 __all__ = ["BatchWork", "Batcher"]
+
+# Give the core to another runnable thread or process, if there is one (POSIX; elsewhere a
+# zero sleep)
+_yield_core = getattr(os, "sched_yield", lambda: time.sleep(0))
 
 Handle = TypeVar("Handle")
 
@@ -118,9 +123,13 @@ class Batcher:
     ) -> None:
         """Until the device has finished the batch, take the arrivals as they come. It asks
         without blocking on either (a blocking wait on the pipe would notice the batch's end
-        late; one on the device would leave the pipe unread)."""
+        late; one on the device would leave the pipe unread), and between two questions it
+        yields the core: on a host with a core to spare that costs nothing, on a busy one the
+        LoadGen process gets to issue its queries on time."""
         while not work.done(handle):
             if queued.done:
                 return  # nothing more will arrive: finish() waits for the device
             if requests.poll(0):
                 queued.take(requests)
+            else:
+                _yield_core()
