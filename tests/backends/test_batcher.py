@@ -61,6 +61,9 @@ class _Requests:
     def poll(self, timeout: float = 0.0) -> bool:
         return self.inner.poll(timeout)
 
+    def fileno(self) -> int:
+        return self.inner.fileno()
+
     def recv(self):
         message = self.inner.recv()
         if message[0] != "done":
@@ -138,3 +141,17 @@ def test_queries_read_during_a_batch_have_waited_from_then_so_the_next_starts_at
     running = _running(log)
     idle = [start - end for (_, end), (start, _) in zip(running, running[1:], strict=False)]
     assert statistics.median(idle) < 0.004, sorted(idle)
+
+
+def test_a_lone_query_waits_the_wait_bound_not_a_whole_millisecond(tmp_path):
+    # one query at a time and a 0.3 ms wait: each batch is launched about 0.3 ms after its
+    # query was taken (waiting through the pipe's poll, rounded up to whole milliseconds,
+    # took 1.1 ms)
+    test = LoadTest("singlestream", min_duration_s=0.2, min_queries=100, samples=8,
+                    expected_latency_s=0.001)  # fmt: skip
+    _, formed, log = _serve(tmp_path, test, Batcher(8, 0.0003), 0.0005)
+    assert set(formed) == {1}
+    taken = [at for _, at in log.of("take")]
+    launched = [at for _, at in log.of("launch")]
+    waited = [start - at for at, start in zip(taken, launched, strict=True)]
+    assert 0.0003 <= statistics.median(waited) < 0.0008, sorted(waited)

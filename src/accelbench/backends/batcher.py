@@ -20,6 +20,7 @@ saturation the larger batch is the cheaper per query.
 from __future__ import annotations
 
 import os
+import select
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -113,7 +114,7 @@ class Batcher:
         while not queued.done and len(queued.ids) < self.max_batch:
             oldest = queued.arrived[0] if queued.arrived else time.monotonic()
             left = max(0.0, oldest + self.wait_s - time.monotonic())
-            if not requests.poll(left):  # poll(0) still takes what has arrived already
+            if not _readable(requests, left):  # a wait of 0 still takes what has arrived
                 return
             queued.take(requests)
 
@@ -133,3 +134,9 @@ class Batcher:
                 queued.take(requests)
             else:
                 _yield_core()
+
+
+def _readable(requests: Connection, timeout: float) -> bool:
+    """Whether a message is there, waiting for one at most `timeout` seconds. select, not the
+    Connection's poll: poll rounds a wait up to whole milliseconds (a 0.5 ms wait took 1.1)."""
+    return bool(select.select([requests], [], [], timeout)[0])
