@@ -12,9 +12,9 @@ here: no callback competes with the kernels' launches for the GIL.
 
 One batch is in flight at a time. A second, launched before the first finishes, would hide only
 the host's time between a batch's end and the next one's launch (sending the answers, forming
-the batch: microseconds against a batch of milliseconds; BENCHMARKS.md, "the batcher reads the
-pipe while the device works"), and it would close each batch earlier, smaller, when near
-saturation the larger batch is the cheaper per query.
+and launching the batch: 0.13-0.2 ms on a 2-core VM, 5-7% of a 2.6 ms batch; BENCHMARKS.md,
+"the batcher reads the pipe while the device works"), and it would close each batch earlier,
+smaller, when near saturation the larger batch is the cheaper per query.
 """
 
 from __future__ import annotations
