@@ -239,9 +239,9 @@ class Serve(Mode):
         from ..core.stats import Measurement
 
         started = time.perf_counter()
-        run_batch = forward_batches(prep, graphs=bool(prep.spec.lever("cuda_graphs", False)))
-        settings, batching = _settings(prep.spec, run_batch)
-        report = serve(settings, run_batch, warm_up(run_batch, settings.max_batch))
+        work = forward_batches(prep, graphs=bool(prep.spec.lever("cuda_graphs", False)))
+        settings, batching = _settings(prep.spec, work.run)
+        report = serve(settings, work, warm_up(work.run, settings.max_batch))
         served = replace(_served(settings.scenarios[0], report), **batching)
         served = replace(served, serving_s=time.perf_counter() - started)
         prep.info.update(served.to_metrics())
