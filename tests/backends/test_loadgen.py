@@ -11,7 +11,7 @@ pytest.importorskip(
     "mlperf_loadgen", reason="mlcommons-loadgen is not installed (accelbench[serve])"
 )
 
-from accelbench.backends.batcher import Batcher
+from accelbench.backends.batcher import Batcher, BatchWork
 from accelbench.backends.loadgen import Driver, LoadTest, read_result
 
 
@@ -28,7 +28,7 @@ def _served(tmp_path, test: LoadTest, batcher: Batcher, batch_s: float, in_proce
         logs = tmp_path / "run"
         logs.mkdir()
         driver.start(test, logs)
-        formed = batcher.serve(driver.requests, driver.responses, run_batch)
+        formed = batcher.serve(driver.requests, driver.responses, BatchWork.synchronous(run_batch))
     finally:
         driver.stop()
     return read_result(logs, test), formed, sizes
@@ -91,5 +91,6 @@ def test_a_loadgen_process_that_dies_is_an_end_of_file_not_a_hang(tmp_path):
     driver.process.kill()
     driver.process.wait()
     with pytest.raises((EOFError, OSError)):
-        Batcher(4, 0.0).serve(driver.requests, driver.responses, lambda size: None)
+        work = BatchWork.synchronous(lambda size: None)
+        Batcher(4, 0.0).serve(driver.requests, driver.responses, work)
     driver.stop()

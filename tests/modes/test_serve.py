@@ -168,3 +168,20 @@ def test_a_bound_no_load_can_meet_ends_the_configuration_with_one_line_saying_so
     runs = result["metrics"]["serve"]["runs"]  # what was measured is kept: no Server search
     assert [r["scenario"] for r in runs] == ["singlestream", "offline"]
     assert result["metrics"]["serve"]["server_qps"] is None
+
+
+def test_explain_of_a_served_configuration_does_not_set_the_profile_against_a_step_time(
+    tmp_path,
+):
+    """Serving's figure is a rate under load, not a step time: the profiled step (one batch of
+    the largest size) is described on its own, never as a share of a 'measured median'."""
+    pytest.importorskip("mlperf_loadgen")
+    out = run_cli(
+        "explain", "mlp", "--device", "cpu", "--mode", "serve", "--scenario", "offline",
+        "--max-batch", "8", "--batch-wait", "0.5", "--rounds", "1", "--db",
+        str(tmp_path / "e.db"),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "profiled " in out.stdout and "a step" in out.stdout, out.stdout
+    assert "measured median" not in out.stdout, out.stdout
+    assert "the profiled step is one batch of 8" in out.stdout, out.stdout

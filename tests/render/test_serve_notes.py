@@ -45,8 +45,18 @@ def test_several_processes_each_have_their_server_figure():
     assert "64 took 4.7 ms); the first process's: the processes' were 48, 32 and a wait" in batching
     assert server == (
         "Server at p99 <= 10 ms, each process's highest target LoadGen judged VALID: "
-        "10,546, 9,900 QPS (4 Server runs in all)"
+        "10,546, 9,900 QPS (4 Server runs in all); batches formed at each one's highest VALID "
+        "target: sizes 18-48, most often 48 (30 of 41); sizes 18-48, most often 48 (30 of 41)"
     )
+
+
+def test_several_processes_each_have_their_ratio_to_their_own_offline():
+    runs = [_run("offline", 12_000.0, True), _run("server", 9_600.0, True),
+            _run("offline", 13_000.0, True, 1), _run("server", 9_100.0, True, 1),
+            _run("server", 9_500.0, False, 1)]  # fmt: skip
+    (_, server) = serve_notes(_served(runs, processes=2), 10.0)
+    whole = (9_600 * 9_100) ** 0.5 / (12_000 * 13_000) ** 0.5
+    assert f"of the same process's Offline: 0.80, 0.70 ({whole:.2f} from the geometric" in server
 
 
 def _token_run(scenario: str, target: float, valid: bool, **more) -> ServedRun:

@@ -70,3 +70,16 @@ def test_a_damaged_file_or_a_model_that_does_not_pickle_is_built_as_usual(tmp_pa
     odd.name = "odd"
     assert isinstance(build_seeded(odd, 0), nn.Linear)
     assert not list(tmp_path.glob("odd*"))  # nothing half-written left behind
+
+
+def test_a_process_that_trains_its_loaded_model_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    """The file is mapped, privately: a later process loads the weights the first one saved."""
+    monkeypatch.setenv(WEIGHTS_DIR, str(tmp_path))
+    monkeypatch.setattr(weights, "SAVE_AFTER_S", 0.0)
+    saved = {k: v.clone() for k, v in build_seeded(get_workload("mlp"), 5).state_dict().items()}
+    model = build_seeded(get_workload("mlp"), 5)  # loaded from the file
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(1.0)  # as a training step writes its weights in place
+    again = build_seeded(get_workload("mlp"), 5).state_dict()
+    assert all(torch.equal(again[k], v) for k, v in saved.items())

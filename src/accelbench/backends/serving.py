@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError, WorkloadError
 from .batch_choice import median_s
-from .batcher import Batcher
+from .batcher import Batcher, BatchWork
 from .loadgen import (
     MULTISTREAM_LEAST_LATENCY_S,
     MULTISTREAM_SAMPLES,
@@ -38,6 +38,7 @@ from .loadgen import (
 )
 
 if TYPE_CHECKING:
+    from ..devices import DeviceEvent
     from ..levers import Prepared
 
 __all__ = [
@@ -162,8 +163,8 @@ class Warm:
 class _Session:
     """LoadGen's process and the batcher, for one model made ready, across its runs."""
 
-    def __init__(self, settings: ServeSettings, run_batch: Callable[[int], None]) -> None:
-        self.settings, self.run_batch = settings, run_batch
+    def __init__(self, settings: ServeSettings, work: BatchWork[Any]) -> None:
+        self.settings, self.work = settings, work
         self.batcher = Batcher(settings.max_batch, settings.wait_s)
         self.logs = Path(tempfile.mkdtemp(prefix="accelbench-loadgen-"))
         self.driver = Driver(self.logs, settings.loadgen_in_process)
@@ -175,7 +176,7 @@ class _Session:
         logs.mkdir()
         self.driver.start(test, logs)
         try:
-            formed = self.batcher.serve(self.driver.requests, self.driver.responses, self.run_batch)
+            formed = self.batcher.serve(self.driver.requests, self.driver.responses, self.work)
         except (EOFError, OSError):
             raise WorkloadError(f"LoadGen ended early: {self.driver.why_ended()}") from None
         return ScenarioRun(read_result(logs, test), dict(sorted(formed.items())))
@@ -192,11 +193,11 @@ class _Session:
         )
 
 
-def serve(settings: ServeSettings, run_batch: Callable[[int], None], warm: Warm) -> ServeReport:
-    """Run `settings`' scenarios against `run_batch(n)` (n samples through the model, the device
-    synchronized), in this process; LoadGen runs in a process of its own. `warm`: the batches'
-    times after warm-up, from which LoadGen's runs are sized."""
-    session = _Session(settings, run_batch)
+def serve(settings: ServeSettings, work: BatchWork[Any], warm: Warm) -> ServeReport:
+    """Run `settings`' scenarios against `work` (n samples through the model: launched, asked
+    about, synchronized), in this process; LoadGen runs in a process of its own. `warm`: the
+    batches' times after warm-up, from which LoadGen's runs are sized."""
+    session = _Session(settings, work)
     try:
         return _scenarios(session, warm)
     finally:
@@ -293,12 +294,13 @@ def _fits(session: _Session, target: float, spent_s: float) -> bool:
     return spent_s + expected <= s.search_budget_s
 
 
-def forward_batches(prep: Prepared, graphs: bool) -> Callable[[int], None]:
-    """`run_batch(n)`: the first n samples of the prepared batch through the model, under
-    inference_mode and the configuration's autocast, then the device synchronized. With
-    `graphs`, each batch size is captured in a CUDA graph of its own when first asked for
-    (LoadGen's queries are the samples already on the device, as its sample library loads
-    them before a test: no copy from the host is timed)."""
+def forward_batches(prep: Prepared, graphs: bool) -> BatchWork[DeviceEvent]:
+    """A batch of n: the first n samples of the prepared batch through the model, under
+    inference_mode and the configuration's autocast, launched with an event recorded behind
+    it (asked by `done`); `finish` synchronizes the device. With `graphs`, each batch size is
+    captured in a CUDA graph of its own when first asked for (LoadGen's queries are the
+    samples already on the device, as its sample library loads them before a test: no copy
+    from the host is timed)."""
     import torch
 
     from ..workloads.inputs import first_samples
@@ -313,13 +315,16 @@ def forward_batches(prep: Prepared, graphs: bool) -> Callable[[int], None]:
 
         return device.capture_graph(step) if graphs else step
 
-    def run_batch(size: int) -> None:
+    def launch(size: int) -> DeviceEvent:
         if size not in steps:
             steps[size] = step_of(size)
         steps[size]()
-        device.synchronize()
+        return device.record_event()
 
-    return run_batch
+    def finish(_: DeviceEvent) -> None:
+        device.synchronize()  # every queue, not only the event's: the answer's whole result
+
+    return BatchWork(launch, lambda event: event.query(), finish)
 
 
 def warm_up(run_batch: Callable[[int], None], max_batch: int, rounds: int = 2) -> Warm:

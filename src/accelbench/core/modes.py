@@ -108,6 +108,11 @@ class Mode:
         mode with a load of its own measures here and puts its typed facts in `prep.info`."""
         return closed_loop()
 
+    def profile_note(self, spec: RunSpec) -> str:
+        """What `explain` says of the step it profiled, where this mode's figure is not that
+        step's time (closed_loop False); "" for none."""
+        return ""
+
     def model_facts(self, workload: Any, spec: RunSpec) -> dict[str, Any] | None:
         """What the worker learns of the model for this mode's figures, by running its code
         (analysis/metrics.model_facts); None: the usual (FLOPs per sample of the step)."""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "Device": "base",
     "DeviceBackend": "base",
+    "DeviceEvent": "base",
     "DtypeSupport": "base",
     "EventTimer": "base",
     "HostTimer": "base",
@@ -55,6 +56,7 @@ __all__ = [
     "PREFERENCE",
     "Device",
     "DeviceBackend",
+    "DeviceEvent",
     "DtypeSupport",
     "EventTimer",
     "HostTimer",
@@ -83,6 +85,7 @@ if TYPE_CHECKING:  # let type checkers and editors see the real names
     from .base import (
         Device,
         DeviceBackend,
+        DeviceEvent,
         DtypeSupport,
         EventTimer,
         HostTimer,

@@ -22,11 +22,13 @@ from .state import StateMeter
 __all__ = [
     "Device",
     "DeviceBackend",
+    "DeviceEvent",
     "DtypeSupport",
     "EventTimer",
     "HostTimer",
     "MemoryReading",
     "PeakSampler",
+    "SyncedEvent",
     "Timer",
 ]
 
@@ -123,6 +125,31 @@ class EventTimer:
         return float(self._begin.elapsed_time(self._end)) / 1000.0  # events report ms
 
 
+class DeviceEvent(Protocol):
+    """A point in the device's queue, recorded after some work: whether that work has finished,
+    asked without waiting, and a wait for it."""
+
+    def query(self) -> bool:
+        """Whether the work before this point has finished; never waits on a device with events."""
+        ...
+
+    def synchronize(self) -> None:
+        """Wait until the work before this point has finished."""
+        ...
+
+
+class SyncedEvent:
+    """The event of a device that has none to ask: query() waits for the device (on the CPU,
+    where the work was done when its call returned, that costs nothing)."""
+
+    def __init__(self, synchronize: Callable[[], None]) -> None:
+        self.synchronize = synchronize
+
+    def query(self) -> bool:
+        self.synchronize()
+        return True
+
+
 @dataclass(frozen=True)
 class Device:
     """One device: its facts, and the operations accelbench needs from it."""
@@ -161,6 +188,11 @@ class Device:
 
     def timer(self) -> Timer:
         return self.backend.timer(self.index)
+
+    def record_event(self) -> DeviceEvent:
+        """An event recorded now on the device's current queue: the work queued so far can be
+        asked whether it has finished while the host does something else."""
+        return self.backend.record_event(self.index)
 
     def context(self) -> contextlib.AbstractContextManager[Any]:
         """Make this device current, so events and streams belong to it."""
@@ -330,6 +362,9 @@ class DeviceBackend:
 
     def timer(self, index: int) -> Timer:
         return HostTimer(lambda: self.synchronize(index))
+
+    def record_event(self, index: int) -> DeviceEvent:
+        return SyncedEvent(lambda: self.synchronize(index))
 
     def context(self, index: int) -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext()

@@ -13,7 +13,15 @@ from typing import Any
 
 import torch
 
-from .base import Device, DeviceBackend, DtypeSupport, EventTimer, MemoryReading, Timer
+from .base import (
+    Device,
+    DeviceBackend,
+    DeviceEvent,
+    DtypeSupport,
+    EventTimer,
+    MemoryReading,
+    Timer,
+)
 from .power import NvmlPower, PowerMeter
 from .state import NvmlState, StateMeter
 
@@ -73,6 +81,11 @@ class CudaBackend(DeviceBackend):
         return EventTimer(
             lambda: torch.cuda.Event(enable_timing=True), lambda: self.synchronize(index)
         )
+
+    def record_event(self, index: int) -> DeviceEvent:
+        event = torch.cuda.Event()  # no timing: recording and asking stay cheapest
+        event.record(torch.cuda.current_stream(index))
+        return event
 
     def context(self, index: int) -> contextlib.AbstractContextManager[Any]:
         return torch.cuda.device(index)

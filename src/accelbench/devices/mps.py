@@ -125,6 +125,8 @@ class MpsBackend(DeviceBackend):
     # version, never torch.mps.event.Event: until pytorch#196395 (September 2026) its
     # elapsed_time could hang after end.synchronize() and short intervals came out reversed,
     # and we could not confirm which release carries the fix, so no version check proves it.
+    # For the same reason record_event is the base's: asking it waits for the device, so a
+    # served batch on MPS is synchronized before the next arrivals are read.
 
     def runtime_facts(self, index: int) -> dict[str, str]:
         # Stored with every MPS result: with the fallback on, a figure may be partly the CPU's.

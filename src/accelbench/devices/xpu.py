@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from .base import Device, DeviceBackend, DtypeSupport, MemoryReading
+from .base import Device, DeviceBackend, DeviceEvent, DtypeSupport, MemoryReading
 
 __all__ = ["XpuBackend"]
 
@@ -54,6 +54,13 @@ class XpuBackend(DeviceBackend):
     # came with pytorch#134666 and needs oneAPI 2025.0), and IPEX's xpu.Event reported wrong
     # times under the 2024.1 SYCL runtime (intel-extension-for-pytorch#568). Projects that
     # time XPU work (DeepSpeed#5761, intel-extension-for-deepspeed#84) use the host clock too.
+
+    def record_event(self, index: int) -> DeviceEvent:
+        # torch.xpu.Event's record, query and synchronize (not its elapsed_time, above); from
+        # PyTorch's documentation, not executed here
+        event = torch.xpu.Event()
+        event.record(torch.xpu.current_stream(index))
+        return event
 
     def context(self, index: int) -> contextlib.AbstractContextManager[Any]:
         return torch.xpu.device(index)

@@ -30,6 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ..analysis.explain import KernelEvent, OpEvent, Profile, RuntimeEvent, explain
 from ..analysis.explanation import EXPLAIN, ProfileRequest, SyncPoint
 from ..backends import Runnable, not_profiled
+from ..core.modes import mode_of
 from ..devices import Device
 from ..errors import one_line
 from ..levers import find_lever
@@ -74,6 +75,8 @@ def explain_steps(
         profile = _profile(prep, device, steps, request.trace)
         syncs, cpu_ops, notes = _dispatch_check(prep, device)
         fallen = [f"{name} (CPU fallback)" for name in dict.fromkeys(fallbacks)]
+        said = mode_of(prep.spec).profile_note(prep.spec)
+        notes = [*notes, said] if said else notes
         found = explain(profile, measured_step_s, syncs, [*cpu_ops, *fallen], notes)
     except Exception as exc:  # the measurement stands; say why there is no explanation
         return {EXPLAIN_ERROR: f"profiling failed: {one_line(exc)}"}

@@ -291,8 +291,7 @@ def _time(
     profile_s = None
     if profile is not None:  # after the samples, never inside them
         started = time.perf_counter()
-        step_s = measurement.time.median / spec.steps_per_block
-        recorded.update(explain_steps(prep, device, step_s, profile, fallbacks))
+        recorded.update(_explained(prep, device, measurement, profile, fallbacks))
         profile_s = time.perf_counter() - started
     drift_s = None
     if drift:
@@ -300,6 +299,21 @@ def _time(
         recorded[DRIFT] = _drift(prep, workload, device)
         drift_s = time.perf_counter() - started
     return _Timed(measurement, memory, setup, meter, recorded, drift_s, profile_s, prep)
+
+
+def _explained(
+    prep: Runnable,
+    device: Device,
+    measurement: Measurement,
+    profile: ProfileRequest,
+    fallbacks: list[str],
+) -> dict[str, Any]:
+    """The profile's record; a mode that measures on its own (serve) has no step time to set
+    the profile against."""
+    spec = prep.spec
+    closed = mode_of(spec).closed_loop
+    step_s = measurement.time.median / spec.steps_per_block if closed else None
+    return explain_steps(prep, device, step_s, profile, fallbacks)
 
 
 def _recorded(

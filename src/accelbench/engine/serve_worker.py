@@ -55,6 +55,6 @@ def _serve_in_worker(job: _ServeJob, tell: Any) -> ServeReport:
     with device.context():
         prep = build_torch(job.spec, workload, device)
         graphs = bool(job.spec.lever("cuda_graphs", False))
-        run_batch = forward_batches(prep, graphs)
-        warm = warm_up(run_batch, job.settings.max_batch)
-        return serve(job.settings, run_batch, warm)
+        work = forward_batches(prep, graphs)
+        warm = warm_up(work.run, job.settings.max_batch)
+        return serve(job.settings, work, warm)

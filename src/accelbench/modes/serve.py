@@ -315,6 +315,13 @@ class Serve(Mode):
         loadgen()
         _TOKEN_SERVING["check"](spec, workload)
 
+    def profile_note(self, spec: RunSpec) -> str:
+        return (
+            f"the profiled step is one batch of {_largest(spec)} (the largest the batcher may "
+            "form), not a served query: serving has no step time, so the shares are of the "
+            "profiled step"
+        )
+
     def measure(self, prep: Prepared, closed_loop: Callable[[], Measurement]) -> Measurement:
         """LoadGen's scenarios instead of the closed loop: one sample, the seconds a block's
         samples take at the scenario's rate (so the rate is that figure)."""
@@ -323,9 +330,9 @@ class Serve(Mode):
         if _serves_tokens(prep.spec):
             return _measured(prep, _TOKEN_SERVING["serve"](prep))
         started = time.perf_counter()
-        run_batch = forward_batches(prep, graphs=bool(prep.spec.lever("cuda_graphs", False)))
-        settings, batching = _settings(prep.spec, run_batch)
-        report = serve(settings, run_batch, warm_up(run_batch, settings.max_batch))
+        work = forward_batches(prep, graphs=bool(prep.spec.lever("cuda_graphs", False)))
+        settings, batching = _settings(prep.spec, work.run)
+        report = serve(settings, work, warm_up(work.run, settings.max_batch))
         served = replace(_served(settings.scenarios[0], report), **batching)
         served = replace(served, serving_s=time.perf_counter() - started)
         return _measured(prep, served)

@@ -21,9 +21,13 @@ the whole search: a variant that no longer fits is listed as not tried.
 The process is the unit of noise (core.levels). fp32 eager runs in BASELINE_PROCESSES
 processes and every other variant in one: its interval borrows fp32 eager's spread between
 processes (analysis/compare's pooled interval), which settles the clear gains and losses at
-once. Where a decision is close (the interval holds 1.0 but the ratio is a gain of CLOSE or
-more), the search races: one more process at a time for whichever side has fewer, up to
-RACE_MOST, while the budget lasts.
+once. Where a decision is close (the interval holds 1 + the threshold and the ratio is a gain
+of CLOSE or the threshold or more), the search races before it decides: one more process at a
+time for whichever side has fewer, up to RACE_MOST, while the budget lasts. A side's second
+and third processes may take the budget held for the confirmation, never the part held for
+the costly set-ups: settling which levers stack is worth more than a third confirming process
+(llama-1b's bf16 was left out at 1.34x [0.82–2.18] on one process, with 8 s of room beside
+150 s held, issue 39). The path says what the race did (`Trial.raced`).
 
 The search measures through a callback, so tests drive it with results of their own.
 """
@@ -109,6 +113,9 @@ class Trial:
     parent: Trial | None = None
     judged: Judgement | None = None  # the decision its outcome states, on a figure
     because: Judgement | None = None  # the figure its reason to be tried rests on
+    # what racing did where its gain was undecided: "undecided after 1 process: measured
+    # again, 3 processes" (one note a race; a trial two paths reached can be raced twice)
+    raced: list[str] = field(default_factory=list)
 
     @property
     def measured(self) -> bool:
@@ -178,6 +185,8 @@ class SearchOutcome:
                     f" (its first process stopped after {timed} timed samples: even the "
                     "fastest was slower than the keep threshold asks)"
                 )
+            if step.raced:
+                lines[-1] += f" ({'; '.join(step.raced)})"
             if known:
                 lines[-1] += f" ({known})"
         return lines
@@ -271,6 +280,10 @@ def _close(gain: Speedup, threshold: float = 0.0) -> bool:
     return not gain.no_interval and undecided and gain.ratio >= 1 + max(CLOSE, threshold)
 
 
+def _processes_text(n: int) -> str:
+    return "1 process" if n == 1 else f"{n} processes"
+
+
 def failure_text(result: Result) -> str:
     """A variant that did not run, in the words of the search: a finding, not a crash."""
     if result.status == "error":
@@ -319,6 +332,8 @@ class Search:
         self.reference: Trial | None = None  # fp32 eager once measured: its spread is lent
         # Seconds of the budget no trial may take but those they are held for, and what for
         self.held, self.held_for = 0.0, ""
+        # the part of `held` kept for the costly set-ups, which a race may never take
+        self.held_setup = 0.0
         self.out = SearchOutcome()
 
     # --- the phases ------------------------------------------------------------------------
@@ -455,8 +470,11 @@ class Search:
         """Hold the budget the costly set-up levers need, so that they are always reached:
         SETUP_COST times fp32 eager's process each, at most RESERVE_MOST of the budget."""
         setups = self._setups(self.base)
-        want = (SETUP_COST * len(setups) + CONFIRM_COST) * self._per_process(base)
+        setup_want = SETUP_COST * len(setups) * self._per_process(base)
+        want = setup_want + CONFIRM_COST * self._per_process(base)
         self.held = min(want, RESERVE_MOST * self.budget.seconds, max(0.0, self.budget.left()))
+        # a capped hold is shared in proportion; the set-ups' part is never lent to a race
+        self.held_setup = self.held * setup_want / want if want > 0 else 0.0
         titles = " and ".join(lever.title for lever, _ in setups)
         self.held_for = f"{titles}, tried last, and " if titles else ""
         self.held_for += "confirming the recommendation"
@@ -465,7 +483,7 @@ class Search:
 
     def _setup(self, stack: Trial) -> Trial:
         """The costly set-up levers, once each, on the best stack, with the budget held."""
-        self.held = 0.0
+        self.held = self.held_setup = 0.0
         for lever, v in self._setups(stack.result.spec):
             why = f"{lever.title}, last: its set-up is costly, so once, on the best stack"
             rung = Rung(stack_name(v.spec, self.base), v.spec, v.group)
@@ -611,25 +629,77 @@ class Search:
 
     # --- racing: more processes for the decisions that are close ----------------------------
     def _race(self, trial: Trial, reference: Trial) -> None:
-        """While the gain of `trial` over `reference` is close (its interval holds 1.0, but
-        its ratio is a gain of CLOSE or more), run one more process of whichever has fewer,
-        up to RACE_MOST each, within the budget."""
+        """While the gain of `trial` over `reference` is close (`_close`: undecided, and worth
+        deciding), run one more process of whichever has fewer, up to RACE_MOST each, within
+        the budget (`_race_room`); `trial.raced` says what came of it."""
+        gain = self._gain(trial, reference)
+        if self.more is None or gain is None or not _close(gain, self.threshold):
+            return
+        if GAVE_UP_BELOW in trial.result.metrics:  # its first process showed it cannot pay
+            return
+        before, short, tried = (self._processes(trial), self._processes(reference)), "", 0
         while (gain := self._gain(trial, reference)) is not None and _close(gain, self.threshold):
             side = reference if self._processes(reference) <= self._processes(trial) else trial
-            if self._processes(side) >= RACE_MOST or not self._extend(side):
-                return
+            if self._processes(side) >= RACE_MOST:
+                short = f"{RACE_MOST} processes each, the most"
+                break
+            room, held_for = self._race_room(side)
+            short = self._short_of(side, room, held_for)
+            if short:
+                break
+            tried += 1
+            if not self._extend(side, room=room):  # it fitted: the process itself failed
+                short = f"{side.rung.name}'s next process ended without a figure"
+                break
+        trial.raced.append(self._race_note(trial, reference, before, short, tried))
+
+    def _race_room(self, side: Trial) -> tuple[float, str]:
+        """Seconds `side`'s next process may take, and what the rest is held for: its second
+        and third may use the budget held for the confirmation (settling the stack is worth
+        more), never the set-ups'."""
+        if self._processes(side) < BASELINE_PROCESSES and self.held > self.held_setup:
+            return self.budget.left() - self.held_setup, "the costly set-ups, tried last"
+        return self.budget.left() - self.held, self.held_for
+
+    def _short_of(self, side: Trial, room: float, held_for: str) -> str:
+        """Why `side` gets no more processes within `room` seconds, or "" where one fits."""
+        per = self._per_process(side)
+        if per <= room:
+            return ""
+        kept = self.budget.left() - room
+        held = f", beside {kept:.0f} s held for {held_for}" if kept > 0 else ""
+        return f"budget: a process takes about {per:.0f} s, {max(0.0, room):.0f} s left{held}"
+
+    def _race_note(
+        self, trial: Trial, reference: Trial, before: tuple[int, int], short: str, tried: int
+    ) -> str:
+        """What a race did, for the path: "undecided after 1 process: measured again, 3
+        processes" (and the reference's count, where it got more)."""
+        first = f"undecided after {_processes_text(before[0])}"
+        now = self._processes(trial), self._processes(reference)
+        if not tried:
+            return f"{first}: not measured again ({short})"
+        if now == before:  # the one process tried failed
+            return f"{first}: measured again, but {short}"
+        text = f"{first}: measured again, {_processes_text(now[0])}"
+        if now[1] > before[1]:
+            text += f", {reference.rung.name} {_processes_text(now[1])}"
+        return f"{text}; still undecided ({short})" if short else text
 
     @staticmethod
     def _processes(trial: Trial) -> int:
         m = trial.result.measurement
         return 0 if m is None else m.processes
 
-    def _extend(self, trial: Trial, expected: float | None = None) -> bool:
-        """One more process of `trial`'s variant, if the budget holds one (of `expected`
-        seconds; else as long as its earlier ones); whether it added samples (a failed process
-        is recorded in the result, beside the earlier ones, and ends its racing)."""
+    def _extend(
+        self, trial: Trial, expected: float | None = None, room: float | None = None
+    ) -> bool:
+        """One more process of `trial`'s variant, if `room` (else the unheld budget) holds one
+        (of `expected` seconds; else as long as its earlier ones); whether it added samples (a
+        failed process is recorded in the result, beside the earlier ones, and ends its
+        racing)."""
         per_process = self._per_process(trial) if expected is None else expected
-        left = self._room()
+        left = self._room() if room is None else room
         if self.more is None or per_process > left:
             return False
         self.on_start(f"{trial.rung.name}, process {self._processes(trial) + 1}")

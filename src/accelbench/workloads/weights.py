@@ -7,6 +7,13 @@ or more saves the whole module there with the global RNG state after building; l
 it and set that state, so the weights and every draw after them are the ones a build with the
 same seed gives. Anything that goes wrong (a model that does not pickle, a damaged or partly
 written file) falls back to building: a saved model only ever saves time.
+
+Loading runs no initialization (the whole module is unpickled, not built and then filled), and
+maps the file rather than reading it (`mmap=True`): the weights are copied once, where they
+are used (to the GPU, or page by page on the CPU), not first into the process's own memory.
+On the 2-core CPU llama-1b's 4.9 GB loaded and summed in about 2 s so, against 8-10 s read
+(BENCHMARKS.md, issue 39). The mapping is private: a process that trains its copy writes to
+its own pages, never to the file the next process loads.
 """
 
 from __future__ import annotations
@@ -56,7 +63,7 @@ def _file_name(name: str, seed: int) -> str:
 def _load(path: Path) -> nn.Module | None:
     try:
         # our own file, written by this search's first process: not a stranger's pickle
-        saved: dict[str, Any] = torch.load(path, weights_only=False)
+        saved: dict[str, Any] = torch.load(path, weights_only=False, mmap=True)
         torch.set_rng_state(saved["rng"])
         model: nn.Module = saved["model"]
     except Exception:  # noqa: BLE001  (a damaged file, a class gone: build instead)

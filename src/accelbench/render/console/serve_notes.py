@@ -4,6 +4,7 @@ settings and how the auto ones were chosen, and what the Server search found."""
 from __future__ import annotations
 
 from collections import Counter
+from statistics import geometric_mean
 
 from ...modes.serve import Served, ServedRun
 from ..text import format_seconds, number
@@ -83,20 +84,33 @@ def server_note(served: Served, bound_ms: float) -> str:
 
 
 def _per_process(served: Served, bound_ms: float) -> str:
-    """Each process's highest VALID Server target, from its own runs."""
-    figures = []
-    for process in range(served.processes):
-        valid = [
-            r.target_qps
-            for r in served.runs
-            if r.process == process and r.scenario == "server" and r.valid
-        ]
-        figures.append(number(max(valid)) if valid else "none")
+    """Each process's highest VALID Server target and its ratio to the same process's Offline
+    throughput, from its own runs; the ratio of their geometric means."""
+    best = [_best_server(served, process) for process in range(served.processes)]
+    offline = [_offline_qps(served, process) for process in range(served.processes)]
+    figures = ", ".join(number(run.target_qps) if run else "none" for run in best)
     searched = sum(r.scenario == "server" for r in served.runs)
-    return (
-        f"Server at p99 <= {bound_ms:g} ms, each process's highest target LoadGen judged "
-        f"VALID: {', '.join(figures)} QPS ({searched} Server runs in all)"
-    )
+    said = f"Server at p99 <= {bound_ms:g} ms, each process's highest target LoadGen judged "
+    said += f"VALID: {figures} QPS ({searched} Server runs in all)"
+    pairs = [(run.target_qps, qps) for run, qps in zip(best, offline, strict=True) if run and qps]
+    if len(pairs) == len(best):
+        ratios = ", ".join(f"{server / qps:.2f}" for server, qps in pairs)
+        overall = geometric_mean([s for s, _ in pairs]) / geometric_mean([q for _, q in pairs])
+        said += f"; of the same process's Offline: {ratios} ({overall:.2f} from the geometric "
+        said += "means)"
+    batches = "; ".join(formed(run) if run else "none" for run in best)
+    return f"{said}; batches formed at each one's highest VALID target: {batches}"
+
+
+def _best_server(served: Served, process: int) -> ServedRun | None:
+    valid = [r for r in served.runs if r.process == process and r.scenario == "server" and r.valid]
+    return max(valid, key=lambda r: r.target_qps) if valid else None
+
+
+def _offline_qps(served: Served, process: int) -> float | None:
+    """The process's last Offline run's throughput (a repeated one replaces the first)."""
+    runs = [r.qps for r in served.runs if r.process == process and r.scenario == "offline"]
+    return runs[-1] if runs else None
 
 
 def formed(run: ServedRun) -> str:
