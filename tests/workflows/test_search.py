@@ -256,31 +256,47 @@ def _decoding_on_an_h200(spec):
     return 1.4 if spec.precision in ("fp16", "bf16") else 1.0
 
 
-def test_a_costly_set_up_is_held_budget_and_tried_once_last_on_the_best_stack():
+def test_where_the_host_bounds_decode_the_static_cache_goes_first_and_bf16_on_it():
     outcome = _generate_search(_decoding_on_an_h200, floor_share=0.05, budget=45.0)
     names = [t.rung.name for t in outcome.trials]
     # 10 s a process: fp32 eager's three leave 15 s, all held for the static cache's trial
     assert names == ["fp32 eager", "static-cache + compile:reduce-overhead"]
-    held = "a static KV cache, tried last, and confirming the recommendation"
-    assert ("bf16", f"budget: the rest is held for {held}") in outcome.not_tried
+    held = "a static KV cache, tried first, and confirming the recommendation"
     path = outcome.path()
     assert path[1] == (
         f"   15 s of the budget held for {held} (a static KV cache: a costly set-up, tried once "
-        "on the best stack)"
+        "on fp32 eager)"
     )
-    assert path[-1] == (
-        "   static-cache + compile:reduce-overhead confirmed in 1 process (of 3: budget): "
-        f"{outcome.trials[1].outcome.split(': ')[1]} over fp32 eager"
+    assert path[2] == (
+        "   the baseline's decode step is bound by the host (its larger floor is 5% of the "
+        "step): a static KV cache first, costly as it is"
     )
-    # with room, the precisions first, and the static cache on the best of them
+    assert ("bf16", "budget: the rest is held for confirming the recommendation") in (
+        outcome.not_tried
+    )
+    # with room, the precisions are judged on the static cache, where bf16 halves the bytes
+    outcome = _generate_search(_decoding_on_an_h200, floor_share=0.05, budget=200.0)
+    names = [t.rung.name for t in outcome.trials]
+    assert names[:3] == [
+        "fp32 eager", "static-cache + compile:reduce-overhead",
+        "bf16 + static-cache + compile:reduce-overhead",
+    ]  # fmt: skip
+    assert names.count("static-cache + compile:reduce-overhead") == 1  # never tried again
+
+
+def test_a_costly_set_up_is_held_budget_and_tried_once_last_on_the_best_stack():
+    # where memory bandwidth bounds decode: the precisions first, the static cache on the best
     outcome = _generate_search(_decoding_on_an_h200, floor_share=0.8, budget=200.0)
     names = [t.rung.name for t in outcome.trials]
     assert names[1:4] == ["bf16", "fp16", "tf32"]
     assert names[4] == "fp16 + static-cache + compile:reduce-overhead"
+    path = "\n".join(outcome.path())
     assert (
         "the baseline's decode step is bound by memory bandwidth (its larger floor is 80% of the "
         "step): precision first"
-    ) in "\n".join(outcome.path())
+    ) in path
+    assert "a static KV cache, tried last, and confirming" in path
+    assert "tried once on the best stack" in path
 
 
 def test_a_variant_the_budget_cut_short_is_not_called_failed():
@@ -410,8 +426,7 @@ def test_an_undecided_trial_whose_next_process_fails_says_so():
     outcome, _ = _llama_search(bf16=1.34, budget=95.0, bf16_processes=1)
     bf16 = _bf16(outcome)
     assert bf16.raced == [
-        "undecided after 1 process: measured again, but bf16's next process ended without a "
-        "figure"
+        "undecided after 1 process: measured again, but bf16's next process ended without a figure"
     ]
 
 

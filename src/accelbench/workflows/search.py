@@ -334,6 +334,7 @@ class Search:
         self.held, self.held_for = 0.0, ""
         # the part of `held` kept for the costly set-ups, which a race may never take
         self.held_setup = 0.0
+        self.setups_tried: set[str] = set()  # the costly set-up levers already tried
         self.out = SearchOutcome()
 
     # --- the phases ------------------------------------------------------------------------
@@ -345,7 +346,7 @@ class Search:
                 pass
             self.reference = base
             self._hold(base)
-            stack = self._greedy(base)
+            stack = self._greedy(self._setups_first(base))
             self._late(base)
             stack = self._setup(stack)
             stack = self._refine(stack)
@@ -475,26 +476,68 @@ class Search:
         self.held = min(want, RESERVE_MOST * self.budget.seconds, max(0.0, self.budget.left()))
         # a capped hold is shared in proportion; the set-ups' part is never lent to a race
         self.held_setup = self.held * setup_want / want if want > 0 else 0.0
+        first = {lever.name for lever, _ in self._first_setups(base)}
         titles = " and ".join(lever.title for lever, _ in setups)
-        self.held_for = f"{titles}, tried last, and " if titles else ""
+        every = {lever.name for lever, _ in setups}
+        when = "first" if first == every else "first or last" if first else "last"
+        self.held_for = f"{titles}, tried {when}, and " if titles else ""
         self.held_for += "confirming the recommendation"
-        costly = f" ({titles}: a costly set-up, tried once on the best stack)" if titles else ""
+        where = "on fp32 eager" if when == "first" else "on the best stack"
+        costly = f" ({titles}: a costly set-up, tried once {where})" if titles else ""
         self.out.steps.append(f"{self.held:.0f} s of the budget held for {self.held_for}{costly}")
 
+    def _setups_first(self, base: Trial) -> Trial:
+        """The costly set-ups that relieve what bounds the baseline's step (a static KV cache
+        where the host bounds decode), on it, before the greedy stack: the other levers are
+        then judged where they can pay (bf16 halves a decode step's bytes, which matters only
+        once the host no longer bounds it). The others stay last."""
+        setups, first = self._setups(base.result.spec), self._first_setups(base)
+        if not first:
+            return base
+        titles = ", ".join(lever.title for lever, _ in first)
+        self.out.steps.append(f"{self._bound(base)[1]}: {titles} first, costly as it is")
+        stack = base
+        for lever, v in first:
+            share = self.held_setup / len(setups)  # its part of the hold is spent now
+            self.held, self.held_setup = self.held - share, self.held_setup - share
+            why = f"{lever.title}, first: it relieves what bounds the baseline's step"
+            stack = self._try_setup(lever, v, stack, why)
+        self._hold_for_confirming(stack, self.held_setup)
+        return stack
+
+    def _first_setups(self, base: Trial) -> list[tuple[Lever, Variant]]:
+        """The costly set-ups that relieve what bounds the baseline's step."""
+        bound = self._bound(base)[0]
+        setups = self._setups(base.result.spec)
+        return [(lever, v) for lever, v in setups if bound and bound in lever.relieves]
+
+    def _try_setup(self, lever: Lever, v: Variant, stack: Trial, why: str) -> Trial:
+        """One costly set-up lever's variant on `stack`; the stack it leaves."""
+        self.setups_tried.add(lever.name)
+        rung = Rung(stack_name(v.spec, self.base), v.spec, v.group)
+        trial = self._try_spec(rung, STACK, why, stack, v.cost, v.costly)
+        if trial is not None and trial.phase == STACK and self._keep(trial, stack):
+            return trial
+        return stack
+
     def _setup(self, stack: Trial) -> Trial:
-        """The costly set-up levers, once each, on the best stack, with the budget held."""
+        """The costly set-up levers not tried yet, once each, on the best stack, with the
+        budget held."""
         self.held = self.held_setup = 0.0
         for lever, v in self._setups(stack.result.spec):
-            why = f"{lever.title}, last: its set-up is costly, so once, on the best stack"
-            rung = Rung(stack_name(v.spec, self.base), v.spec, v.group)
-            trial = self._try_spec(rung, STACK, why, stack, v.cost, v.costly)
-            if trial is not None and trial.phase == STACK and self._keep(trial, stack):
-                stack = trial
-        # what is left of the hold is the confirmation's: its processes, as long as the stack's
-        more = (CONFIRM_PROCESSES - 1) * self._per_process(stack)
-        self.held = min(more, max(0.0, self.budget.left()))
-        self.held_for = "confirming the recommendation"
+            if lever.name not in self.setups_tried:
+                why = f"{lever.title}, last: its set-up is costly, so once, on the best stack"
+                stack = self._try_setup(lever, v, stack, why)
+        self._hold_for_confirming(stack)
         return stack
+
+    def _hold_for_confirming(self, stack: Trial, setups: float = 0.0) -> None:
+        """Hold the confirmation's processes, as long as `stack`'s (and `setups` seconds for
+        the costly set-ups still to come)."""
+        more = (CONFIRM_PROCESSES - 1) * self._per_process(stack)
+        self.held = min(more + setups, max(0.0, self.budget.left()))
+        self.held_setup = min(setups, self.held)
+        self.held_for = "confirming the recommendation"
 
     def _winner(self) -> Trial:
         """The trial the recommendation takes, as the command will judge it."""
