@@ -162,7 +162,7 @@ def test_sweep_multiplies_generate_only_and_refuses_bad_input():
     ]
     assert sweep.stop_rule(tiny, 1, "generate").min_sample_s == 0  # one generation a sample
     for bad, workload, words in (
-        (replace(sweep, modes=("infer",)), tiny, "generate,serve only"),
+        (replace(sweep, modes=("infer",)), tiny, "generate or serve only"),
         (replace(sweep, workloads=(WorkloadRef("mlp"),)), mlp, "mlp is not one"),
         (
             replace(sweep, mode_args=(("prompt_length", (250,)), ("new_tokens", (8,)))),
@@ -194,7 +194,7 @@ def test_a_transformers_causal_lm_from_a_factory(tmp_path):
         (("resnet50", "--modes", "generate"), "resnet50 is not one"),
         ((TINY, "--modes", "generate", "--prompt-lengths", "300"), "more than gpt2-tiny's 256"),
         ((TINY, "--modes", "generate", "--new-tokens", "0"), "--new-tokens"),
-        ((TINY, "--prompt-lengths", "8"), "--prompt-lengths applies to --modes generate,serve"),
+        ((TINY, "--prompt-lengths", "8"), "--prompt-lengths applies to --modes generate or serve"),
         (
             ("--model", "MODEL", "--input-shape", "4", "--loss", "mse", "--modes", "generate"),
             "is not one",

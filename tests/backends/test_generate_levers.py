@@ -264,7 +264,7 @@ def test_optimize_searches_generate_with_token_drift(tmp_path):
     "args, message",
     [
         (["mlp", "--mode", "generate"], "mode generate needs a causal language model"),
-        ([TINY, "--prompt-length", "8"], "--prompt-length applies to --mode generate only"),
+        ([TINY, "--prompt-length", "8"], "--prompt-length applies to --mode generate or serve"),
         ([TINY, "--mode", "generate", "--prompt-length", "300"], "more than gpt2-tiny's 256"),
         ([TINY, "--mode", "generate", "--new-tokens", "0"], "new_tokens must be a whole number"),
     ],

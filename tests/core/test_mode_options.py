@@ -92,9 +92,9 @@ def test_the_registry_refuses_clashing_options_and_checks_values():
         register_mode(Clash)
     with pytest.raises(UsageError, match="mode 'train' has no option 'size'; valid: none"):
         check_mode_args(find_mode("train"), {"size": 1})
-    with pytest.raises(UsageError, match="--new-tokens applies to --modes generate only"):
+    with pytest.raises(UsageError, match="--new-tokens applies to --modes generate or serve only"):
         check_options_apply(["new_tokens"], ["train"])
-    with pytest.raises(UsageError, match="--prompt-length applies to --mode generate only"):
+    with pytest.raises(UsageError, match="--prompt-length applies to --mode generate or serve"):
         check_options_apply(["prompt_length"], ["infer"], single=True)
     with pytest.raises(UsageError, match="no mode has an option 'nope'"):
         check_options_apply(["nope"], ["generate"])

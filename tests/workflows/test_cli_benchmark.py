@@ -91,7 +91,7 @@ def test_benchmark_refuses_unknown_words_before_running(options, message):
         ),
         (
             {"mode_args": {"new_tokens": (4,)}},
-            "--new-tokens applies to --modes generate only",
+            "--new-tokens applies to --modes generate or serve only",
         ),
         ({"mode_args": {"warp": (4,)}}, "no mode has an option 'warp'; valid: batch_wait_ms,"),
         ({"epochs": 0}, "epochs must be a whole number from 1 to 1,000,000,000, not 0"),

@@ -36,6 +36,7 @@ from .loadgen import (
     LoadTest,
     read_result,
 )
+from .server_search import RunLimits, ServerSearch, bisect, not_found
 
 if TYPE_CHECKING:
     from ..devices import DeviceEvent
@@ -120,26 +121,10 @@ class ScenarioRun:
 
 
 @dataclass(frozen=True)
-class ServerSearch:
-    """Server's search: every run tried, the best VALID one, and what bounds the answer."""
-
-    bound_s: float
-    tried: tuple[ScenarioRun, ...]
-    best: ScenarioRun | None  # the highest target LoadGen judged VALID
-    failed_above: float | None  # the lowest target that failed (None: none did)
-    elapsed_s: float
-    why_none: str = ""  # when best is None: why no target met the bound
-
-    @property
-    def qps(self) -> float | None:
-        return self.best.result.target_qps if self.best else None
-
-
-@dataclass(frozen=True)
 class ServeReport:
     settings: ServeSettings
     runs: dict[str, ScenarioRun] = field(default_factory=dict)  # SingleStream, Offline
-    server: ServerSearch | None = None
+    server: ServerSearch[ScenarioRun] | None = None
 
     @property
     def server_to_offline(self) -> float | None:
@@ -244,54 +229,33 @@ def _offline(session: _Session, expected_qps: float) -> ScenarioRun:
     return run
 
 
-def _search(session: _Session, runs: dict[str, ScenarioRun]) -> ServerSearch:
-    """Bisection over Server's target QPS, between 0 and Offline's throughput."""
+def _search(session: _Session, runs: dict[str, ScenarioRun]) -> ServerSearch[ScenarioRun]:
+    """Bisection over Server's target QPS, between 0 and Offline's throughput
+    (backends/server_search)."""
     started = time.monotonic()
-    bound = session.settings.latency_bound_s
+    s = session.settings
     alone = runs["singlestream"].result.latency_s["99.00"]
-    if alone > bound:
+    if alone > s.latency_bound_s:
         why = (
             f"even one request at a time takes {alone * 1e3:.3g} ms at p99; "
-            f"the bound is {bound * 1e3:.3g} ms"
+            f"the bound is {s.latency_bound_s * 1e3:.3g} ms"
         )
-        return ServerSearch(bound, (), None, None, time.monotonic() - started, why)
-    if session.settings.server_qps is not None:
-        return _fixed(session, session.settings.server_qps, started)
-    low, high = 0.0, runs["offline"].result.qps
-    tried: list[ScenarioRun] = []
-    best: ScenarioRun | None = None
-    failed: float | None = None
-    for _ in range(session.settings.search_steps):
-        target = (low + high) / 2
-        if not _fits(session, target, time.monotonic() - started):
-            break
-        run = session.run(session.test("server", target_qps=target))
-        tried.append(run)
-        if run.result.valid:
-            low, best = target, run
-        else:
-            high, failed = target, target
-    why = "" if best else f"no target met the bound, down to {high:.4g} QPS"
-    if not tried:
-        why = f"no Server run fits the search's {session.settings.search_budget_s:g} s budget"
-    return ServerSearch(bound, tuple(tried), best, failed, time.monotonic() - started, why)
+        return ServerSearch((), None, None, time.monotonic() - started, why)
+    if s.server_qps is not None:
+        return _fixed(session, s.server_qps, started)
+    ceiling = runs["offline"].result.qps
+    limits = RunLimits(s.duration_s, s.min_queries, s.search_steps, s.search_budget_s)
+    found = bisect(lambda target: session.run(session.test("server", target_qps=target)),
+                   ceiling, limits, started)  # fmt: skip
+    return replace(found, why_none=not_found(found, limits, ceiling, "the bound"))
 
 
-def _fixed(session: _Session, target: float, started: float) -> ServerSearch:
+def _fixed(session: _Session, target: float, started: float) -> ServerSearch[ScenarioRun]:
     """One Server run at the target the user gave: its verdict is the answer."""
-    bound = session.settings.latency_bound_s
     run = session.run(session.test("server", target_qps=target))
     best, failed = (run, None) if run.result.valid else (None, target)
     why = "" if best else f"LoadGen judged {target:.4g} QPS INVALID: {', '.join(run.result.failed)}"
-    return ServerSearch(bound, (run,), best, failed, time.monotonic() - started, why)
-
-
-def _fits(session: _Session, target: float, spent_s: float) -> bool:
-    """Whether a Server run at `target` ends within the search's budget (it lasts its minimum
-    duration or its minimum queries' arrivals, whichever is longer)."""
-    s = session.settings
-    expected = max(s.duration_s, s.min_queries / target) if target > 0 else math.inf
-    return spent_s + expected <= s.search_budget_s
+    return ServerSearch((run,), best, failed, time.monotonic() - started, why)
 
 
 def forward_batches(prep: Prepared, graphs: bool) -> BatchWork[DeviceEvent]:

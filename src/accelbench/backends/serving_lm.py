@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError, WorkloadError
 from .loadgen import PERCENTILES, Driver, LoadResult, LoadTest, read_detail, read_result
+from .server_search import RunLimits, ServerSearch, bisect, not_found
 from .token_batcher import Generate, TokenBatcher
 
 if TYPE_CHECKING:
@@ -137,19 +138,7 @@ def read_tokens(logs: Path, test: LoadTest, batches: dict[int, int]) -> TokenRun
     )
 
 
-@dataclass(frozen=True)
-class TokenSearch:
-    """Server's search: every run tried, the best VALID one, and what bounds the answer."""
-
-    tried: tuple[TokenRun, ...]
-    best: TokenRun | None
-    failed_above: float | None
-    elapsed_s: float
-    why_none: str = ""
-
-    @property
-    def qps(self) -> float | None:
-        return self.best.result.target_qps if self.best else None
+TokenSearch = ServerSearch[TokenRun]
 
 
 @dataclass(frozen=True)
@@ -246,32 +235,24 @@ def _offline(session: _Session, expected_qps: float) -> TokenRun:
 
 
 def _search(session: _Session, runs: dict[str, TokenRun]) -> TokenSearch:
-    """Bisection over Server's target QPS, between 0 and Offline's prompts/s."""
+    """Bisection over Server's target QPS, between 0 and Offline's prompts/s
+    (backends/server_search); one run where the user gave the target."""
     started = time.monotonic()
-    why = _alone_misses(session.settings, runs["singlestream"])
+    s = session.settings
+    why = _alone_misses(s, runs["singlestream"])
     if why:
         return TokenSearch((), None, None, time.monotonic() - started, why)
-    targets = [session.settings.server_qps] if session.settings.server_qps else []
-    low, high = 0.0, runs["offline"].result.qps
-    tried: list[TokenRun] = []
-    best: TokenRun | None = None
-    failed: float | None = None
-    for _ in range(1 if targets else session.settings.search_steps):
-        target = targets[0] if targets else (low + high) / 2
-        if not _fits(session.settings, target, time.monotonic() - started):
-            break
-        run = session.run(session.test("server", target_qps=target))
-        tried.append(run)
-        if run.result.valid:
-            low, best = target, run
-        else:
-            high, failed = target, target
-    why = "" if best else f"no target met the bounds, down to {high:.4g} QPS"
-    if targets and not best and tried:
-        why = f"LoadGen judged {targets[0]:.4g} QPS INVALID: {'; '.join(tried[0].reasons)}"
-    if not tried:
-        why = f"no Server run fits the search's {session.settings.search_budget_s:g} s budget"
-    return TokenSearch(tuple(tried), best, failed, time.monotonic() - started, why)
+    if s.server_qps:
+        run = session.run(session.test("server", target_qps=s.server_qps))
+        best, failed = (run, None) if run.result.valid else (None, s.server_qps)
+        why = "" if best else f"LoadGen judged {s.server_qps:.4g} QPS INVALID: "
+        why += "; ".join(run.reasons) if why else ""
+        return TokenSearch((run,), best, failed, time.monotonic() - started, why)
+    ceiling = runs["offline"].result.qps
+    limits = RunLimits(s.duration_s, s.min_queries, s.search_steps, s.search_budget_s)
+    found = bisect(lambda target: session.run(session.test("server", target_qps=target)),
+                   ceiling, limits, started)  # fmt: skip
+    return replace(found, why_none=not_found(found, limits, ceiling, "the bounds"))
 
 
 def _alone_misses(settings: TokenSettings, alone: TokenRun) -> str:
@@ -287,12 +268,6 @@ def _alone_misses(settings: TokenSettings, alone: TokenRun) -> str:
                 f"the bound is {bound * 1e3:.3g} ms"
             )
     return ""
-
-
-def _fits(s: TokenSettings, target: float, spent_s: float) -> bool:
-    """Whether a Server run at `target` ends within the search's budget."""
-    expected = max(s.duration_s, s.min_queries / target) if target > 0 else math.inf
-    return spent_s + expected <= s.search_budget_s
 
 
 def prompt_generations(prep: Prepared) -> Generate:

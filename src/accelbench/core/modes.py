@@ -245,7 +245,8 @@ def check_options_apply(
         if not modes & {m.name for m in owners}:
             option = owners[0].option(name)
             flag, which = (option.single, "--mode") if single else (option.option, "--modes")
-            raise UsageError(f"{flag} applies to {which} {','.join(m.name for m in owners)} only")
+            names = " or ".join(m.name for m in owners)
+            raise UsageError(f"{flag} applies to {which} {names} only")
 
 
 install_mode_lookup(mode_of)  # a Result's rate asks its mode what one sample counts

@@ -1,0 +1,85 @@
+"""backends/server_search: Server's bisection within its budget, on a fake clock that a run
+advances by its length (its minimum duration or its minimum queries' arrivals)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from accelbench.backends.loadgen import LoadResult
+from accelbench.backends.server_search import RunLimits, bisect, lowest_fitting, not_found
+
+
+@dataclass(frozen=True)
+class _Run:
+    result: LoadResult
+
+
+class _Served:
+    """A system that meets the bound up to `capacity` QPS; each run takes its length."""
+
+    def __init__(self, capacity: float, limits: RunLimits) -> None:
+        self.capacity, self.limits, self.now, self.targets = capacity, limits, 0.0, []
+
+    def clock(self) -> float:
+        return self.now
+
+    def run_at(self, target: float) -> _Run:
+        self.targets.append(target)
+        self.now += max(self.limits.duration_s, self.limits.min_queries / target)
+        valid = target <= self.capacity
+        result = LoadResult(
+            scenario="server", target_qps=target, valid=valid,
+            failed=() if valid else ("performance constraints (latency)",), qps=target,
+            latency_s={}, queries=0, samples=0, late=0, errors=0, summary="",
+        )  # fmt: skip
+        return _Run(result)
+
+    def search(self, ceiling: float):
+        found = bisect(self.run_at, ceiling, self.limits, 0.0, self.clock)
+        return found, not_found(found, self.limits, ceiling, "the bounds")
+
+
+SLOW = RunLimits(duration_s=2.0, min_queries=500, steps=6, budget_s=150.0)
+
+
+def test_a_slow_models_first_run_is_the_lowest_target_that_fits_not_none():
+    """llama-1b on the H200 served 5.3 prompts/s Offline: the midpoint's 500 queries needed
+    189 s of the 150 s budget, and the search used to stop with no figure."""
+    served = _Served(capacity=4.0, limits=SLOW)
+    found, why = served.search(ceiling=5.3)
+    assert served.targets == [pytest.approx(500 / 150)]  # then no budget is left
+    assert found.qps == pytest.approx(500 / 150) and why == ""
+
+
+def test_a_fast_system_is_bisected_as_before():
+    limits = RunLimits(duration_s=2.0, min_queries=1024, steps=6, budget_s=150.0)
+    served = _Served(capacity=12_000.0, limits=limits)
+    found, _ = served.search(ceiling=12_800.0)
+    assert served.targets == [6_400.0, 9_600.0, 11_200.0, 12_000.0, 12_400.0, 12_200.0]
+    assert found.qps == 12_000.0 and found.failed_above == 12_200.0
+
+
+def test_no_run_that_fits_is_said_with_what_a_run_needs():
+    served = _Served(capacity=1.0, limits=SLOW)
+    found, why = served.search(ceiling=2.0)
+    assert served.targets == [] and found.best is None
+    assert why == (
+        "no Server run fits the search's 150 s budget (a run needs its 500 queries: 250 s "
+        "even at Offline's 2 QPS)"
+    )
+
+
+def test_every_target_failing_down_to_the_budgets_floor_says_so():
+    limits = RunLimits(duration_s=2.0, min_queries=500, steps=6, budget_s=400.0)
+    served = _Served(capacity=0.5, limits=limits)
+    found, why = served.search(ceiling=5.0)
+    assert found.best is None and len(served.targets) < limits.steps
+    assert why.startswith(f"no target met the bounds, down to {min(served.targets):.4g} QPS")
+    assert why.endswith("a lower target's run would not end within the 400 s budget")
+
+
+def test_the_lowest_fitting_target():
+    assert lowest_fitting(SLOW, 100.0) == 5.0
+    assert lowest_fitting(SLOW, 1.0) is None  # shorter than a run's minimum duration
