@@ -8,7 +8,13 @@ from dataclasses import dataclass
 import pytest
 
 from accelbench.backends.loadgen import LoadResult
-from accelbench.backends.server_search import RunLimits, bisect, lowest_fitting, not_found
+from accelbench.backends.server_search import (
+    RunLimits,
+    bisect,
+    lowest_fitting,
+    not_found,
+    offline,
+)
 
 
 @dataclass(frozen=True)
@@ -83,3 +89,39 @@ def test_every_target_failing_down_to_the_budgets_floor_says_so():
 def test_the_lowest_fitting_target():
     assert lowest_fitting(SLOW, 100.0) == 5.0
     assert lowest_fitting(SLOW, 1.0) is None  # shorter than a run's minimum duration
+
+
+def _offline_run(target: float, reached: float) -> _Run:
+    """An Offline run at `target` that served `reached` per second: too soon when faster."""
+    early = reached > target
+    result = LoadResult(
+        scenario="offline", target_qps=target, valid=not early,
+        failed=("minimum duration",) if early else (), qps=reached, latency_s={}, queries=1,
+        samples=0, late=0, errors=0, summary="",
+    )  # fmt: skip
+    return _Run(result)
+
+
+def test_an_offline_run_that_ended_too_soon_is_repeated_at_twice_the_rate_it_reached():
+    """The 2-core VM's MLP reached 86,467/s at a 50,000 guess, then 151,001/s at 1.5 times
+    that (129,700): still too soon. A second repeat is what the rule allows now."""
+    reached = {50_000.0: 86_467.0, 172_934.0: 180_000.0, 360_000.0: 150_000.0}
+    targets: list[float] = []
+
+    def run_at(target: float) -> _Run:
+        targets.append(target)
+        return _offline_run(target, reached[target])
+
+    run = offline(run_at, 50_000.0)
+    assert targets == [50_000.0, 172_934.0, 360_000.0] and run.result.valid
+
+
+def test_an_offline_run_is_repeated_at_most_twice_and_a_valid_one_never():
+    targets: list[float] = []
+
+    def always_early(target: float) -> _Run:
+        targets.append(target)
+        return _offline_run(target, 10 * target)
+
+    assert not offline(always_early, 1.0).result.valid and targets == [1.0, 20.0, 400.0]
+    assert offline(lambda target: _offline_run(target, target / 2), 8.0).result.valid

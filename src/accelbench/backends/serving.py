@@ -36,7 +36,7 @@ from .loadgen import (
     LoadTest,
     read_result,
 )
-from .server_search import RunLimits, ServerSearch, bisect, not_found
+from .server_search import RunLimits, ServerSearch, bisect, not_found, offline
 
 if TYPE_CHECKING:
     from ..devices import DeviceEvent
@@ -58,7 +58,8 @@ __all__ = [
 SINGLE_STREAM_QUERIES = 256  # its p99: the third-highest of 256
 # Offline's first run expects at most this rate: LoadGen issues rate x duration samples at once,
 # and a tiny model's warm batch (a 0.04 ms MLP: 3 million/s) made that millions of queries whose
-# messages took minutes; a faster model is measured again at the rate it reached (`_offline`)
+# messages took minutes; a faster model is measured again at the rate it reached
+# (`server_search.offline`)
 OFFLINE_FIRST_QPS = 50_000.0
 
 
@@ -198,7 +199,9 @@ def _scenarios(session: _Session, warm: Warm) -> ServeReport:
         runs["singlestream"] = session.run(replace(test, min_queries=_single_queries(settings)))
     if "offline" in settings.runs():
         expected = min(OFFLINE_FIRST_QPS, settings.max_batch / warm.full_s)
-        runs["offline"] = _offline(session, expected)
+        runs["offline"] = offline(
+            lambda qps: session.run(session.test("offline", target_qps=qps)), expected
+        )
     search = _search(session, runs) if "server" in settings.runs() else None
     if "multistream" in settings.runs():
         runs["multistream"] = session.run(_multistream(session, warm))
@@ -217,16 +220,6 @@ def _single_queries(settings: ServeSettings) -> int:
     """SingleStream answers one query at a time, so its count is its duration: capped where
     a p99 still rests on a few late ones (LoadGen runs its minimum duration whatever the count)."""
     return min(settings.min_queries, SINGLE_STREAM_QUERIES)
-
-
-def _offline(session: _Session, expected_qps: float) -> ScenarioRun:
-    """Offline issues expected rate x minimum duration samples at once: served faster than the
-    warm-up said, they end before the minimum duration and LoadGen rules the run INVALID; once,
-    the run is repeated at the rate it reached, with a margin."""
-    run = session.run(session.test("offline", target_qps=expected_qps))
-    if "minimum duration" in run.result.failed and run.result.qps > expected_qps:
-        run = session.run(session.test("offline", target_qps=1.5 * run.result.qps))
-    return run
 
 
 def _search(session: _Session, runs: dict[str, ScenarioRun]) -> ServerSearch[ScenarioRun]:

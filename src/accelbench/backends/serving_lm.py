@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError, WorkloadError
 from .loadgen import PERCENTILES, Driver, LoadResult, LoadTest, read_detail, read_result
-from .server_search import RunLimits, ServerSearch, bisect, not_found
+from .server_search import RunLimits, ServerSearch, bisect, not_found, offline
 from .token_batcher import Generate, TokenBatcher
 
 if TYPE_CHECKING:
@@ -222,16 +222,14 @@ def serve_tokens(settings: TokenSettings, generate: Generate, warm: TokenWarm) -
 
 
 def _offline(session: _Session, expected_qps: float) -> TokenRun:
-    """As a classifier's Offline (backends/serving): once repeated at the rate it reached
-    when it ended before its minimum duration. Its one query holds rate x duration prompts:
-    no floor on the count (Offline has no early stopping), so that a slow model's run lasts
-    about its minimum duration, not `min_queries` generations."""
-    expected = min(OFFLINE_FIRST_QPS, expected_qps)
-    run = session.run(replace(session.test("offline", target_qps=expected), min_queries=1))
-    if "minimum duration" in run.result.failed and run.result.qps > expected:
-        again = session.test("offline", target_qps=1.5 * run.result.qps)
-        run = session.run(replace(again, min_queries=1))
-    return run
+    """As a classifier's Offline (server_search.offline). Its one query holds rate x duration
+    prompts: no floor on the count (Offline has no early stopping), so that a slow model's run
+    lasts about its minimum duration, not `min_queries` generations."""
+
+    def run_at(qps: float) -> TokenRun:
+        return session.run(replace(session.test("offline", target_qps=qps), min_queries=1))
+
+    return offline(run_at, min(OFFLINE_FIRST_QPS, expected_qps))
 
 
 def _search(session: _Session, runs: dict[str, TokenRun]) -> TokenSearch:
