@@ -185,3 +185,6 @@ def test_explain_of_a_served_configuration_does_not_set_the_profile_against_a_st
     assert "profiled " in out.stdout and "a step" in out.stdout, out.stdout
     assert "measured median" not in out.stdout, out.stdout
     assert "the profiled step is one batch of 8" in out.stdout, out.stdout
+    # --rounds 1 is one process, as in `run` (explain used to leave it out of its request)
+    wall = next(line for line in out.stdout.splitlines() if line.startswith("all: wall time"))
+    assert " over " not in wall and "LoadGen run" in wall, wall

@@ -113,7 +113,8 @@ def wall_note(overhead: Overhead, r: Result) -> str:
         return ""
     spent = [(name, getattr(overhead, key)) for key, name in _PHASES]
     if served := r.facts.get(Served):  # no closed loop: its warm-up and timing do not apply
-        runs = f"serving ({len(served.runs)} LoadGen runs)"
+        n = len(served.runs)
+        runs = f"serving ({n} LoadGen run{'s' * (n != 1)})"
         at = [name for name, _ in spent].index("warm-up")
         spent[at : at + 2] = [(runs, served.serving_s)]
     spent = [(name, s) for name, s in spent if s is not None]
