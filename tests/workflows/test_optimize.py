@@ -112,19 +112,18 @@ def test_cli_optimize_runs_the_ladder_stores_it_and_recommends(tmp_path):
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     variants = {v["variant"]: v for v in report["variants"]}
-    # fp16 and bf16 come in the order of their cost on this host's CPU (an emulated precision
-    # last): the test does not depend on which this CPU emulates
     names = list(variants)
     # int8 asked for brings ONNX Runtime's fp32, the switch it is judged against
     ort = ["onnxruntime-cpu fp32", "onnxruntime-cpu int8"]
-    assert names[0] == "fp32 eager" and names[-2:] == ort
-    # An emulated precision costs ten times the baseline's wall (levers/precision): whether its
-    # trial fits the budget depends on this host's CPU and load, so either it was measured or
-    # the search says it was left out for the budget, naming the emulation.
+    # An emulated precision costs ten times the baseline's process (levers/precision): whether
+    # its trial fits the budget, on the greedy stack or later as the finished stack's
+    # alternative (after ONNX Runtime's), depends on this host's CPU and load, so either it was
+    # measured or the search says it was left out for the budget, naming the emulation.
     low = [n for n in ("bf16", "fp16") if n in variants]
     for left in {"bf16", "fp16"} - set(low):
         assert "budget" in report["not_tried"][left] and "emulates" in report["not_tried"][left]
-    assert sorted(names[1:-2]) == low and len(low) >= 1 and len(names) == 3 + len(low)
+    assert names[0] == "fp32 eager" and [n for n in names if n not in low][1:] == ort
+    assert sorted(names[1:]) == sorted([*low, *ort])
     assert all(v["status"] == "ok" for v in variants.values()), variants
     for name in (*low, ort[1]):
         assert variants[name]["drift"]["max_rel_error"] > 0  # lower precision differs

@@ -217,6 +217,23 @@ def test_an_emulated_precision_is_tried_last_and_only_where_the_budget_holds_it(
     assert ("fp16", f"budget: expected about 100 s ({why}), 20 s left") in outcome.not_tried
 
 
+def test_an_emulated_precision_is_costed_against_one_process_of_fp32_eager():
+    # fp32 eager's three processes make a wall of 30 s; the emulated variant's one process is
+    # expected at ten times one of them (100 s), not ten times all three (300 s)
+    cpu = replace(
+        GPU, name="cpu", kind="cpu",
+        dtypes=devices.DtypeSupport(fp16=True, bf16=False, tf32=False, emulated=("fp16",)),
+    )  # fmt: skip
+    bench = FakeBench(lambda spec: 10.0, seconds=10.0)
+    search = Search(
+        make_spec(SEED, cpu, mode="infer"), cpu, SEED, ("precision",), Tolerance(),
+        bench.measure, lambda spec: None, Budget(200.0, bench.clock), more=bench.more,
+    )  # fmt: skip
+    outcome = search.run()
+    assert [t.rung.name for t in outcome.trials] == ["fp32 eager", "fp16"], outcome.not_tried
+    assert bench.processes[:2] == [outcome.trials[0].rung.spec] * 2  # eager's 2nd and 3rd
+
+
 def _generating(floor_share):
     """FakeBench's measurement as a generation whose decode step's memory floor is
     `floor_share` of its median step (as analysis/bandwidth writes it)."""

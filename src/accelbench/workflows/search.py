@@ -791,8 +791,9 @@ class Search:
             self.out.skip(rung.name, f"cannot run here: {reason}", rung.group)
             return None
         left = self._room()
-        if cost > 1.0 and cost * ref.wall_s > left:
-            expected = f"{cost * ref.wall_s:.0f} s" + (f" ({costly})" if costly else "")
+        # one process of the variant against one of `ref`'s (fp32 eager's wall holds three)
+        if cost > 1.0 and cost * self._per_process(ref) > left:
+            expected = f"{cost * self._per_process(ref):.0f} s" + (f" ({costly})" if costly else "")
             self.out.skip(
                 rung.name, f"budget: expected about {expected}, {left:.0f} s left", rung.group
             )
