@@ -3,11 +3,13 @@ p99, the bound), every process's runs, and the HTML report carrying the chart.""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from accelbench.core.result import Result, RunSpec
 from accelbench.core.stats import Measurement
 from accelbench.modes.serve import Served, ServedRun
 from accelbench.render import html_report
-from accelbench.render.load_chart import latency_chart, load_series
+from accelbench.render.load_chart import FIRST_TOKEN, PER_TOKEN, latency_chart, load_series
 
 ARGS = (("latency_bound_ms", 10.0), ("max_batch", "auto"), ("scenario", "server"))
 
@@ -63,3 +65,53 @@ def test_no_server_run_draws_no_chart():
                          measurement=Measurement((0.1, 0.1)))  # fmt: skip
     assert latency_chart([offline_only, closed_loop]) is None
     assert "Serving: latency against load" not in html_report([offline_only, closed_loop])
+
+
+def _lm_result() -> Result:
+    """gpt2's Server search: two runs, with LoadGen's token figures and no answer bound."""
+    runs = tuple(
+        replace(
+            _run("server", target, 300.0), valid=ok, ttft_p50_ms=ttft / 2, ttft_p99_ms=ttft,
+            tpot_p50_ms=tpot / 2, tpot_p99_ms=tpot,
+        )  # fmt: skip
+        for target, ttft, tpot, ok in ((4.0, 900.0, 40.0, True), (8.0, 2600.0, 60.0, False))
+    )
+    served = Served(scenario="server", figure=4.0, runs=runs, server_qps=4.0)
+    args = (("max_batch", "auto"), ("scenario", "server"), ("tpot_bound_ms", 100.0),
+            ("ttft_bound_ms", 2000.0))  # fmt: skip
+    return Result(
+        spec=RunSpec("gpt2", "cuda:0", 1, 1, mode="serve", mode_args=args),
+        status="ok",
+        measurement=Measurement((0.25,)),
+        metrics=served.to_metrics(),
+        environment={"host": "h", "machine": "h-1"},
+    )
+
+
+def test_a_language_model_is_drawn_on_its_two_bounds_not_the_answer_latency():
+    lm = _lm_result()
+    assert load_series([lm]) == {}  # no answer bound: a classifier's panel leaves it out
+    ((_, (ttft_bound, ttft)),) = load_series([lm], FIRST_TOKEN).items()
+    ((_, (tpot_bound, tpot)),) = load_series([lm], PER_TOKEN).items()
+    assert (ttft_bound, tpot_bound) == (2000.0, 100.0)
+    assert [(p.target_qps, p.p50_ms, p.p99_ms, p.valid) for p in ttft] == [
+        (4.0, 450.0, 900.0, True),
+        (8.0, 1300.0, 2600.0, False),
+    ]
+    assert [p.p99_ms for p in tpot] == [40.0, 60.0]
+    png = latency_chart([lm])
+    assert png is not None and png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert "Serving: latency against load" in html_report([lm])
+
+
+def test_a_classifier_and_a_language_model_share_one_chart_of_three_panels():
+    import io
+
+    from matplotlib.image import imread
+
+    classifier = _served_result([_run("server", 3000.0, 6.0)])
+    heights = [
+        imread(io.BytesIO(latency_chart(results) or b"")).shape[0]
+        for results in ([classifier], [classifier, _lm_result()])
+    ]
+    assert heights[1] > 2.5 * heights[0]  # one panel, then three of the same size
