@@ -36,6 +36,27 @@ def run_cli(
     )
 
 
+# The host's facts a search's costs rest on, injected into a command and its workers (each
+# reads its sitecustomize at start): this CPU computes fp16 and bf16 natively. Where it emulates
+# them, the search expects ten times fp32 eager's process for either, and whether that fits the
+# budget depends on the host's speed and load (the costing itself: test_search.py).
+NATIVE_HALF_PRECISION = """
+import accelbench.devices.host as host
+
+host.cpu_has_native_bf16 = lambda: True
+host.cpu_has_native_fp16 = lambda: True
+"""
+
+
+def native_half_precision_env(folder: Path) -> dict[str, str]:
+    """An environment for `run_cli` in which the CPU has fp16 and bf16 instructions, whatever
+    this host's: a sitecustomize in `folder`, ahead of the $PYTHONPATH already set."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(NATIVE_HALF_PRECISION)
+    path = filter(None, [str(folder), os.environ.get("PYTHONPATH")])
+    return {"PYTHONPATH": os.pathsep.join(path)}
+
+
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

@@ -17,6 +17,7 @@ from rich.progress import TimeRemainingColumn
 
 from accelbench.analysis.trust import machine_caveats
 from accelbench.core.facts import Facts, check
+from accelbench.devices.processes import TOP
 from accelbench.devices.state import MACHINE_STATE, HostReader, MachineState, NvmlState, StateMeter
 from accelbench.engine.track import progress_bar
 from tests.conftest import run_cli
@@ -198,9 +199,14 @@ def test_a_run_beside_a_busy_process_records_it_and_warns(tmp_path):
     listed = run_cli("results", "--db", str(tmp_path / "r.db"), "--json")
     state = json.loads(listed.stdout)[0]["metrics"][MACHINE_STATE]
     assert state["other_cpu_cores"] > 0.3 and state["seconds"] > 0
-    # and whose they were: the busy process, by its pid (not a child of the worker)
-    assert any(n.startswith(f"pid {busy.pid} python") for n in state["other_cpu_busiest"]), state
-    assert f"pid {busy.pid} python" in out.stdout
+    # and whose they were: the busy process, by its pid (not a child of the worker), unless a
+    # loaded host had TOP processes busier than it, each named instead (the naming itself is
+    # checked on injected readings in test_processes.py)
+    named = state["other_cpu_busiest"]
+    if any(n.startswith(f"pid {busy.pid} python") for n in named):
+        assert f"pid {busy.pid} python" in out.stdout
+    else:
+        assert len(named) == TOP and f"pid {named[0].split()[1]} " in out.stdout, state
 
 
 def test_the_progress_bar_says_the_time_left_even_when_steps_are_minutes_apart():

@@ -125,7 +125,9 @@ FAILING = textwrap.dedent(
 @pytest.mark.parametrize(
     "trouble, status, message, timeout",
     [
-        ("raise", "error", "rank 1 failed", "40"),
+        # the raise ends it at once: a long limit costs nothing and holds the ranks' start
+        # (each spawned, importing torch) on a loaded host
+        ("raise", "error", "rank 1 failed", "120"),
         # what the hang waits for: ample for the ranks' start (spawned, importing torch) and
         # the single process, and the same for the ranks' process group, whose clock starts later
         ("hang", "timeout", "no result within --timeout", "25"),

@@ -124,7 +124,17 @@ def test_a_forked_worker_starts_without_importing_torch_again(monkeypatch):
     monkeypatch.delenv(START, raising=False)
     _run()  # the server may start during this one
     seen = _run().facts.get(Overhead)
-    assert seen.start_s + seen.import_s < 1.0, seen  # importing torch alone takes seconds
+    # against importing torch in a fresh interpreter now, on this host at its present load (a
+    # bound in seconds fails on a loaded one: a forked start took 0.55 s beside 6 busy
+    # processes): a worker that imported torch again would take all of it
+    assert seen.start_s + seen.import_s < 0.5 * _torch_import_s(), seen
+
+
+def _torch_import_s() -> float:
+    """Seconds importing torch takes in a fresh interpreter here, now."""
+    code = "import time; t = time.perf_counter(); import torch; print(time.perf_counter() - t)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout)
 
 
 @FORKSERVER

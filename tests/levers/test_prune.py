@@ -158,8 +158,11 @@ def test_optimize_tries_pruning_on_a_model_file_in_the_workers(tmp_path):
     out = run_cli(
         *("optimize", "--model", f"{tmp_path / 'cnn.py'}:make_cnn", "--input-shape", "3x16x16"),
         *("--num-classes", "10", "--device", "cpu", "--mode", "infer", "--levers", "pruning"),
-        *("--blocks", "2", "--budget", "120", "--json", "--db", str(tmp_path / "o.db")),
+        *("--blocks", "2", "--budget", "600", "--json", "--db", str(tmp_path / "o.db")),
+        timeout=900,
     )
+    # the budget is not under test: at 120 s, fp32 eager's three processes of 20 s (a loaded
+    # host) and the 60 s held for confirming left the pruned variants no room
     assert out.returncode == 0, out.stderr
     assert "accelbench bug" not in out.stdout + out.stderr
     ran = {v["variant"]: (v["status"], v["error"]) for v in json.loads(out.stdout)["variants"]}
