@@ -242,8 +242,8 @@ def test_optimize_searches_generate_with_token_drift(tmp_path):
     db = str(tmp_path / "o.db")
     done = run_cli(
         "optimize", TINY, "--mode", "generate", "--device", "cpu", "--levers",
-        "precision,attention,kv_cache,compile", "--blocks", "3", "--db", db,
-        "--prompt-length", "8", "--new-tokens", "4", timeout=600,
+        "precision,attention,kv_cache,compile", "--blocks", "3", "--db", db, "--budget", "600",
+        "--prompt-length", "8", "--new-tokens", "4", timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     out = done.stdout
