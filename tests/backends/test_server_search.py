@@ -125,3 +125,21 @@ def test_an_offline_run_is_repeated_at_most_twice_and_a_valid_one_never():
 
     assert not offline(always_early, 1.0).result.valid and targets == [1.0, 20.0, 400.0]
     assert offline(lambda target: _offline_run(target, target / 2), 8.0).result.valid
+
+
+def _offline_at(qps: float) -> _Run:
+    result = LoadResult(
+        scenario="offline", target_qps=qps, valid=True, failed=(), qps=qps, latency_s={},
+        queries=1, samples=0, late=0, errors=0, summary="",
+    )  # fmt: skip
+    return _Run(result)
+
+
+def test_the_ratio_to_offline_needs_a_figure_and_an_offline_rate():
+    limits = RunLimits(duration_s=2.0, min_queries=1024, steps=6, budget_s=150.0)
+    found, _ = _Served(capacity=12_000.0, limits=limits).search(ceiling=12_800.0)
+    assert found.to_offline(_offline_at(16_000.0)) == pytest.approx(12_000.0 / 16_000.0)
+    assert found.to_offline(_offline_at(0.0)) is None  # Offline served nothing
+    assert found.to_offline(None) is None
+    none, _ = _Served(capacity=0.0, limits=limits).search(ceiling=12_800.0)
+    assert none.qps is None and none.to_offline(_offline_at(16_000.0)) is None

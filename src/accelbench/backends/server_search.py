@@ -44,6 +44,12 @@ class ServerSearch(Generic[R]):
     def qps(self) -> float | None:
         return self.best.result.target_qps if self.best else None
 
+    def to_offline(self, offline: R | None) -> float | None:
+        """The QPS found over `offline`'s throughput, on the same settings; None without one."""
+        if self.qps is None or offline is None or offline.result.qps <= 0:
+            return None
+        return self.qps / offline.result.qps
+
 
 @dataclass(frozen=True)
 class RunLimits:

@@ -15,7 +15,6 @@ What it finds, each from LoadGen's own runs and verdicts:
 
 from __future__ import annotations
 
-import math
 import shutil
 import tempfile
 import time
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError, WorkloadError
+from ..errors import WorkloadError
 from .batch_choice import median_s
 from .batcher import Batcher, BatchWork
 from .loadgen import (
@@ -36,6 +35,7 @@ from .loadgen import (
     LoadTest,
     read_result,
 )
+from .serve_checks import check_settings, scenario_runs
 from .server_search import RunLimits, ServerSearch, bisect, not_found, offline
 
 if TYPE_CHECKING:
@@ -81,36 +81,11 @@ class ServeSettings:
     loadgen_in_process: bool = False
 
     def __post_init__(self) -> None:
-        unknown = [s for s in self.scenarios if s not in SCENARIOS]
-        if unknown or not self.scenarios:
-            what = f"unknown scenario {unknown[0]!r}" if unknown else "no scenario given"
-            raise UsageError(f"{what}; valid: {', '.join(SCENARIOS)}")
-        for name in ("latency_bound_s", "duration_s", "search_budget_s"):
-            _positive(name, getattr(self, name))
-        if self.server_qps is not None and not _is_positive(self.server_qps):
-            raise UsageError(f"the Server target must be a positive QPS, not {self.server_qps!r}")
-        if not (math.isfinite(self.wait_s) and self.wait_s >= 0):
-            raise UsageError(f"the wait bound must be 0 s or more, not {self.wait_s!r}")
-        for name in ("max_batch", "min_queries", "search_steps"):
-            value = getattr(self, name)
-            if type(value) is not int or value < 1:
-                raise UsageError(f"{name} must be a positive integer, not {value!r}")
+        check_settings(self, SCENARIOS, "unknown scenario {!r}", ("latency_bound_s",))
 
     def runs(self) -> tuple[str, ...]:
         """The scenarios to run, in order: Server's search needs the other two first."""
-        wanted = set(self.scenarios)
-        if "server" in wanted:
-            wanted |= {"singlestream", "offline"}
-        return tuple(s for s in SCENARIOS if s in wanted)
-
-
-def _is_positive(value: float) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
-
-
-def _positive(name: str, value: float) -> None:
-    if not _is_positive(value):
-        raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
+        return scenario_runs(self.scenarios, SCENARIOS)
 
 
 @dataclass(frozen=True)
@@ -130,10 +105,7 @@ class ServeReport:
     @property
     def server_to_offline(self) -> float | None:
         """Server's QPS at the bound over Offline's throughput, on the same settings."""
-        offline = self.runs.get("offline")
-        if self.server is None or self.server.qps is None or offline is None:
-            return None
-        return self.server.qps / offline.result.qps if offline.result.qps > 0 else None
+        return self.server.to_offline(self.runs.get("offline")) if self.server else None
 
 
 @dataclass(frozen=True)

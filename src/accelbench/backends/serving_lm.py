@@ -15,7 +15,6 @@ What it finds, each from LoadGen's own runs and verdicts:
 
 from __future__ import annotations
 
-import math
 import shutil
 import tempfile
 import time
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError, WorkloadError
 from .loadgen import PERCENTILES, Driver, LoadResult, LoadTest, read_detail, read_result
+from .serve_checks import check_settings, scenario_runs
 from .server_search import RunLimits, ServerSearch, bisect, not_found, offline
 from .token_batcher import Generate, TokenBatcher
 
@@ -72,38 +72,17 @@ class TokenSettings:
     server_qps: float | None = None  # one Server run at this target instead of the search
 
     def __post_init__(self) -> None:
-        unknown = [s for s in self.scenarios if s not in TOKEN_SCENARIOS]
-        if unknown or not self.scenarios:
-            what = f"scenario {unknown[0]!r}" if unknown else "no scenario given"
-            raise UsageError(
-                f"{what} cannot serve a language model; valid: {', '.join(TOKEN_SCENARIOS)}"
-            )
-        for name in ("ttft_bound_s", "tpot_bound_s", "duration_s", "search_budget_s"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
-        if self.server_qps is not None and not (
-            math.isfinite(self.server_qps) and self.server_qps > 0
-        ):
-            raise UsageError(f"the Server target must be a positive QPS, not {self.server_qps!r}")
-        if not (math.isfinite(self.wait_s) and self.wait_s >= 0):
-            raise UsageError(f"the wait bound must be 0 s or more, not {self.wait_s!r}")
+        refused = "scenario {!r} cannot serve a language model"
+        check_settings(self, TOKEN_SCENARIOS, refused, ("ttft_bound_s", "tpot_bound_s"))
         if type(self.new_tokens) is not int or self.new_tokens < 2:
             raise UsageError(  # LoadGen: "Number of tokens need to be greater than 1"
                 f"serving needs at least 2 new tokens (a TPOT is the time after the first), "
                 f"not {self.new_tokens!r}"
             )
-        for name in ("max_batch", "min_queries", "search_steps"):
-            value = getattr(self, name)
-            if type(value) is not int or value < 1:
-                raise UsageError(f"{name} must be a positive integer, not {value!r}")
 
     def runs(self) -> tuple[str, ...]:
         """The scenarios to run, in order: Server's search needs the other two first."""
-        wanted = set(self.scenarios)
-        if "server" in wanted:
-            wanted |= {"singlestream", "offline"}
-        return tuple(s for s in TOKEN_SCENARIOS if s in wanted)
+        return scenario_runs(self.scenarios, TOKEN_SCENARIOS)
 
 
 @dataclass(frozen=True)
@@ -149,10 +128,7 @@ class TokenReport:
 
     @property
     def server_to_offline(self) -> float | None:
-        offline = self.runs.get("offline")
-        if self.server is None or self.server.qps is None or offline is None:
-            return None
-        return self.server.qps / offline.result.qps if offline.result.qps > 0 else None
+        return self.server.to_offline(self.runs.get("offline")) if self.server else None
 
 
 @dataclass(frozen=True)

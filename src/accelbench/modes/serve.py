@@ -11,7 +11,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..core.facts import Fact, fact
 from ..core.mode_options import Count, ModeOption
@@ -22,7 +22,8 @@ from .generate import NEW_TOKENS, PROMPT_LENGTH
 from .infer import Infer
 
 if TYPE_CHECKING:
-    from ..backends.serving import ScenarioRun, ServeReport
+    from ..backends.loadgen import LoadResult
+    from ..backends.server_search import ServerSearch
     from ..core.stats import Measurement
     from ..levers import Prepared
 
@@ -36,8 +37,12 @@ __all__ = [
     "TTFT_BOUND",
     "Serve",
     "Served",
+    "ServedRun",
+    "choose_batching",
     "generates",
     "install_token_serving",
+    "served_of",
+    "served_run",
 ]
 
 SERVE = "serve"
@@ -263,6 +268,32 @@ class Served(Fact):
     offline_tokens_per_s: float | None = None
 
 
+class _Ran(Protocol):
+    """One LoadGen run as either serving path reports it (backends/serving, serving_lm)."""
+
+    @property
+    def result(self) -> LoadResult: ...
+
+    @property
+    def batches(self) -> Mapping[int, int]: ...  # batch size -> batches of that size formed
+
+
+R = TypeVar("R", bound=_Ran)
+
+
+class _Report(Protocol[R]):
+    """What either serving path found: ServeReport, or a language model's TokenReport."""
+
+    @property
+    def runs(self) -> Mapping[str, R]: ...  # SingleStream, Offline (and MultiStream)
+
+    @property
+    def server(self) -> ServerSearch[R] | None: ...
+
+    @property
+    def server_to_offline(self) -> float | None: ...
+
+
 @register_mode
 class Serve(Mode):
     name = "serve"
@@ -331,9 +362,9 @@ class Serve(Mode):
             return _measured(prep, _TOKEN_SERVING["serve"](prep))
         started = time.perf_counter()
         work = forward_batches(prep, graphs=bool(prep.spec.lever("cuda_graphs", False)))
-        settings, batching = _settings(prep.spec, work.run)
+        settings, record = _settings(prep.spec, work.run)
         report = serve(settings, work, warm_up(work.run, settings.max_batch))
-        served = replace(_served(settings.scenarios[0], report), **batching)
+        served = replace(served_of(settings.scenarios[0], report, served_run), **record)
         served = replace(served, serving_s=time.perf_counter() - started)
         return _measured(prep, served)
 
@@ -404,24 +435,10 @@ def _invalid(served: Served) -> str:
 def _settings(spec: RunSpec, run_batch: Callable[[int], None]) -> tuple[Any, dict[str, Any]]:
     """The serving settings, with the batcher's chosen where they are auto (timing the model),
     and Served's fields that record them."""
-    from ..backends import batch_choice
     from ..backends.serving import ServeSettings
 
     bound_s = LATENCY_BOUND.of(spec) / 1e3
-    wait, most = BATCH_WAIT.value(spec), MAX_BATCH.value(spec)
-    wait_s = batch_choice.auto_wait_s(bound_s) if wait == AUTO else BATCH_WAIT.of(spec) / 1e3
-    record: dict[str, Any] = {
-        "auto": tuple(o.name for o in (MAX_BATCH, BATCH_WAIT) if o.value(spec) == AUTO)
-    }
-    if most == AUTO:
-        budget = batch_choice.service_budget_s(bound_s, wait_s)
-        choice = batch_choice.choose_max_batch(run_batch, budget)
-        max_batch = choice.max_batch
-        record["service_budget_ms"] = budget * 1e3
-        record["service_ms"] = {str(size): took * 1e3 for size, took in choice.timed}
-    else:
-        max_batch = MAX_BATCH.of(spec)
-    record.update(max_batch=max_batch, max_batches=(max_batch,), wait_ms=wait_s * 1e3)
+    max_batch, wait_s, record = choose_batching(spec, bound_s, run_batch)
     settings = ServeSettings(
         scenarios=(str(SCENARIO.value(spec) or "server"),),
         latency_bound_s=bound_s,
@@ -431,13 +448,43 @@ def _settings(spec: RunSpec, run_batch: Callable[[int], None]) -> tuple[Any, dic
     return settings, record
 
 
-def _served(scenario: str, report: ServeReport) -> Served:
+def choose_batching(
+    spec: RunSpec,
+    bound_s: float,
+    run_batch: Callable[[int], None],
+    timer: Callable[[Callable[[int], None], int], float] | None = None,
+) -> tuple[int, float, dict[str, Any]]:
+    """The batcher's largest batch and wait (s), chosen from `bound_s` where they are auto
+    (the largest batch by timing `run_batch`, each size by `timer`: backends/batch_choice), and
+    Served's fields that record them."""
+    from ..backends import batch_choice
+
+    wait, most = BATCH_WAIT.value(spec), MAX_BATCH.value(spec)
+    wait_s = batch_choice.auto_wait_s(bound_s) if wait == AUTO else BATCH_WAIT.of(spec) / 1e3
+    record: dict[str, Any] = {
+        "auto": tuple(o.name for o in (MAX_BATCH, BATCH_WAIT) if o.value(spec) == AUTO)
+    }
+    if most == AUTO:
+        budget = batch_choice.service_budget_s(bound_s, wait_s)
+        choice = batch_choice.choose_max_batch(run_batch, budget, timer=timer)
+        max_batch = choice.max_batch
+        record["service_budget_ms"] = budget * 1e3
+        record["service_ms"] = {str(size): took * 1e3 for size, took in choice.timed}
+    else:
+        max_batch = MAX_BATCH.of(spec)
+    record.update(max_batch=max_batch, max_batches=(max_batch,), wait_ms=wait_s * 1e3)
+    return max_batch, wait_s, record
+
+
+def served_of(scenario: str, report: _Report[R], run: Callable[[R], ServedRun]) -> Served:
+    """The fact of a report (a classifier's or a language model's), each LoadGen run behind it
+    by `run` (`served_run`, or one that adds a language model's token figures to it)."""
     search = report.server
     runs = [*report.runs.values(), *(search.tried if search else ())]
     return Served(
         scenario=scenario,
         figure=_figure(scenario, report),
-        runs=tuple(_run(run) for run in runs),
+        runs=tuple(run(r) for r in runs),
         server_qps=search.qps if search else None,
         failed_above=search.failed_above if search else None,
         search_s=search.elapsed_s if search else None,
@@ -446,7 +493,9 @@ def _served(scenario: str, report: ServeReport) -> Served:
     )
 
 
-def _figure(scenario: str, report: ServeReport) -> float | None:
+def _figure(scenario: str, report: _Report[R]) -> float | None:
+    """Server: its QPS at the bound(s); Offline: its throughput (a language model's: prompts/s);
+    SingleStream: one over its p90; MultiStream: a group's samples over its p99."""
     from ..backends.loadgen import MULTISTREAM_SAMPLES
 
     if scenario == "server":
@@ -459,7 +508,8 @@ def _figure(scenario: str, report: ServeReport) -> float | None:
     return run.qps if scenario == "offline" else 1.0 / run.latency_s["90.00"]
 
 
-def _run(run: ScenarioRun) -> ServedRun:
+def served_run(run: _Ran) -> ServedRun:
+    """One LoadGen run as the fact keeps it: LoadGen's verdict and figures, the batches formed."""
     r = run.result
     return ServedRun(
         scenario=r.scenario,

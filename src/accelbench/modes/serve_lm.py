@@ -15,17 +15,17 @@ from ..core.result import RunSpec
 from ..errors import UsageError
 from .generate import NEW_TOKENS, PROMPT_LENGTH
 from .serve import (
-    AUTO,
-    BATCH_WAIT,
     LATENCY_BOUND,
-    MAX_BATCH,
     SCENARIO,
     TPOT_BOUND,
     TTFT_BOUND,
     Served,
     ServedRun,
+    choose_batching,
     generates,
     install_token_serving,
+    served_of,
+    served_run,
 )
 
 if TYPE_CHECKING:
@@ -88,30 +88,14 @@ def _settings(spec: RunSpec, generate: Generate) -> tuple[TokenSettings, dict[st
     """The settings, with the batcher's chosen where they are auto: the wait a twentieth of
     the TTFT bound, the largest batch whose whole warm generation fits (TTFT bound - wait) /
     2.5 (a prompt arriving as a batch starts waits for it, then for its own prefill)."""
-    from ..backends import batch_choice
+    from ..backends.batch_choice import median_s
     from ..backends.serving_lm import TokenSettings
 
     ttft_s, tpot_s = TTFT_BOUND.of(spec) / 1e3, TPOT_BOUND.of(spec) / 1e3
-    wait, most = BATCH_WAIT.value(spec), MAX_BATCH.value(spec)
-    wait_s = batch_choice.auto_wait_s(ttft_s) if wait == AUTO else BATCH_WAIT.of(spec) / 1e3
-    record: dict[str, Any] = {
-        "auto": tuple(o.name for o in (MAX_BATCH, BATCH_WAIT) if o.value(spec) == AUTO),
-        "ttft_bound_ms": ttft_s * 1e3,
-        "tpot_bound_ms": tpot_s * 1e3,
-    }
-    if most == AUTO:
-        budget = batch_choice.service_budget_s(ttft_s, wait_s)
-        choice = batch_choice.choose_max_batch(
-            lambda n: generate(n, None),
-            budget,
-            timer=lambda run, n: batch_choice.median_s(run, n, 3),
-        )
-        max_batch = choice.max_batch
-        record["service_budget_ms"] = budget * 1e3
-        record["service_ms"] = {str(size): took * 1e3 for size, took in choice.timed}
-    else:
-        max_batch = MAX_BATCH.of(spec)
-    record.update(max_batch=max_batch, max_batches=(max_batch,), wait_ms=wait_s * 1e3)
+    max_batch, wait_s, record = choose_batching(
+        spec, ttft_s, lambda n: generate(n, None), timer=lambda run, n: median_s(run, n, 3)
+    )
+    record.update(ttft_bound_ms=ttft_s * 1e3, tpot_bound_ms=tpot_s * 1e3)
     settings = TokenSettings(
         scenarios=(str(SCENARIO.value(spec) or "server"),),
         ttft_bound_s=ttft_s,
@@ -124,51 +108,20 @@ def _settings(spec: RunSpec, generate: Generate) -> tuple[TokenSettings, dict[st
 
 
 def _served(scenario: str, report: TokenReport) -> Served:
-    search = report.server
-    runs = [*report.runs.values(), *(search.tried if search else ())]
+    """Serve's fact with each run's token figures and Offline's tokens/s."""
     offline = report.runs.get("offline")
-    return Served(
-        scenario=scenario,
-        figure=_figure(scenario, report),
-        runs=tuple(_run(run) for run in runs),
-        server_qps=search.qps if search else None,
-        failed_above=search.failed_above if search else None,
-        search_s=search.elapsed_s if search else None,
-        why_none=search.why_none if search else "",
-        server_to_offline=report.server_to_offline,
-        offline_tokens_per_s=offline.tokens_per_s if offline else None,
-    )
+    served = served_of(scenario, report, _token_run)
+    return replace(served, offline_tokens_per_s=offline.tokens_per_s if offline else None)
 
 
-def _figure(scenario: str, report: TokenReport) -> float | None:
-    """Server: its QPS at the bounds; Offline: prompts/s; SingleStream: one over its p90."""
-    if scenario == "server":
-        return report.server.qps if report.server else None
-    run = report.runs[scenario].result
-    if not run.valid:
-        return None
-    return run.qps if scenario == "offline" else 1.0 / run.latency_s["90.00"]
-
-
-def _run(run: TokenRun) -> ServedRun:
-    r = run.result
+def _token_run(run: TokenRun) -> ServedRun:
+    """A run as serve keeps it, with LoadGen's token figures and its words for an INVALID run."""
 
     def ms(figures: dict[str, float], percentile: str) -> float | None:
         return figures[percentile] * 1e3 if percentile in figures else None
 
-    return ServedRun(
-        scenario=r.scenario,
-        target_qps=r.target_qps,
-        valid=r.valid,
-        failed=r.failed,
-        qps=r.qps,
-        p50_ms=r.latency_s["50.00"] * 1e3,
-        p90_ms=r.latency_s["90.00"] * 1e3,
-        p99_ms=r.latency_s["99.00"] * 1e3,
-        samples=r.samples,
-        late=r.late,
-        batches={str(size): count for size, count in run.batches.items()},
-        summary=r.summary,
+    return replace(
+        served_run(run),
         ttft_p50_ms=ms(run.ttft_s, "50.00"),
         ttft_p90_ms=ms(run.ttft_s, "90.00"),
         ttft_p99_ms=ms(run.ttft_s, "99.00"),

@@ -5,7 +5,8 @@ TTFT and TPOT bounds, every figure LoadGen's."""
 from __future__ import annotations
 
 from ...modes.serve import Served, ServedRun
-from ..text import format_seconds, number
+from ..text import number
+from .server_runs import highest_valid, server_runs
 
 __all__ = ["token_notes", "token_percentiles"]
 
@@ -38,13 +39,10 @@ def token_percentiles(run: ServedRun) -> str:
 
 def _server(served: Served) -> str:
     bounds = f"TTFT p99 <= {served.ttft_bound_ms:g} ms and TPOT p99 <= {served.tpot_bound_ms:g} ms"
-    searched = [r for r in served.runs if r.scenario == "server" and r.process == 0]
-    took = f"{len(searched)} LoadGen run" + "s" * (len(searched) != 1)
-    if served.search_s is not None:
-        took += f" in {format_seconds(served.search_s)}"
-    if served.server_qps is None:
+    searched, took = server_runs(served)
+    best = highest_valid(searched)
+    if served.server_qps is None or best is None:
         return f"Server at {bounds}: none ({served.why_none}); {took}"
-    best = max((r for r in searched if r.valid), key=lambda r: r.target_qps)
     said = f"Server: {number(served.server_qps)} QPS at {bounds} ({_verdict(best)}"
     said += f"; {token_percentiles(best)})"
     failed = [r for r in searched if not r.valid]

@@ -7,7 +7,8 @@ from collections import Counter
 from statistics import geometric_mean
 
 from ...modes.serve import Served, ServedRun
-from ..text import format_seconds, number
+from ..text import number
+from .server_runs import highest_valid, server_runs
 
 __all__ = ["serve_notes"]
 
@@ -65,13 +66,10 @@ def server_note(served: Served, bound_ms: float) -> str:
     """The Server search: QPS at the bound (or why none), the ratio, the batches formed."""
     if served.processes > 1:
         return _per_process(served, bound_ms)
-    searched = [r for r in served.runs if r.scenario == "server"]
-    took = f"{len(searched)} LoadGen run" + "s" * (len(searched) != 1)
-    if served.search_s is not None:
-        took += f" in {format_seconds(served.search_s)}"
-    if served.server_qps is None:
+    searched, took = server_runs(served)
+    best = highest_valid(searched)
+    if served.server_qps is None or best is None:
         return f"Server at p99 <= {bound_ms:g} ms: none ({served.why_none}); {took}"
-    best = max((r for r in searched if r.valid), key=lambda r: r.target_qps)
     said = (
         f"Server: {number(served.server_qps)} QPS at p99 <= {bound_ms:g} ms "
         f"(LoadGen VALID, p99 {best.p99_ms:.3g} ms)"
@@ -103,8 +101,8 @@ def _per_process(served: Served, bound_ms: float) -> str:
 
 
 def _best_server(served: Served, process: int) -> ServedRun | None:
-    valid = [r for r in served.runs if r.process == process and r.scenario == "server" and r.valid]
-    return max(valid, key=lambda r: r.target_qps) if valid else None
+    searched = [r for r in served.runs if r.process == process and r.scenario == "server"]
+    return highest_valid(searched)
 
 
 def _offline_qps(served: Served, process: int) -> float | None:
