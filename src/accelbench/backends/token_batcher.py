@@ -10,6 +10,11 @@ LoadGen with its token count (QuerySamplesComplete: its TPOT is the time after t
 over the tokens after it). Prompts that arrive meanwhile wait for the whole batch to finish:
 under load their TTFT grows first. Continuous batching (a prompt joining the batch between
 decode steps) is not built.
+
+While a batch generates, the pipe is read after every decode step (`backends/arrivals`: what
+has arrived, without waiting), so a prompt's wait counts from its arrival, not from the batch's
+end: where the oldest prompt has waited `wait_s` by the time a batch ends, the next one closes
+at once, rather than the device idling `wait_s` more.
 """
 
 from __future__ import annotations
@@ -18,14 +23,21 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from typing import Protocol
 
 from .arrivals import Arrivals
 
-__all__ = ["Generate", "TokenBatcher"]
+__all__ = ["Generate", "Hook", "TokenBatcher"]
 
-# generate(n, first): n prompts through greedy decoding of the configuration's new tokens, the
-# device synchronized after the prefill and at the end; first() is called after the prefill's
-Generate = Callable[[int, Callable[[], None] | None], None]
+Hook = Callable[[], None]
+
+
+class Generate(Protocol):
+    def __call__(self, size: int, first: Hook | None = None, step: Hook | None = None) -> None:
+        """`size` prompts through greedy decoding of the configuration's new tokens, the device
+        synchronized after the prefill and after every decode step; `first()` is called once
+        the prefill's is (the first tokens exist), `step()` once each decode step's is. Their
+        time is no phase's."""
 
 
 @dataclass(frozen=True)
@@ -51,11 +63,12 @@ class TokenBatcher:
                     return formed
                 continue
             batch = queued.pop(min(self.max_batch, len(queued.ids)))
-            generate(len(batch), self._first(responses, batch))
+            # the arrivals during the generation are read (and stamped) between its steps
+            generate(len(batch), self._first(responses, batch), lambda: queued.take_ready(requests))
             responses.send(("tokens", [(query, self.new_tokens) for query in batch]))
             formed[len(batch)] += 1
 
-    def _first(self, responses: Connection, batch: list[int]) -> Callable[[], None] | None:
+    def _first(self, responses: Connection, batch: list[int]) -> Hook | None:
         if not self.first_tokens:
             return None
         return lambda: responses.send(("first", batch))

@@ -102,7 +102,7 @@ def _settings(spec: RunSpec, generate: Generate) -> tuple[TokenSettings, dict[st
     if most == AUTO:
         budget = batch_choice.service_budget_s(ttft_s, wait_s)
         choice = batch_choice.choose_max_batch(
-            lambda n: generate(n, None),
+            lambda n: generate(n),
             budget,
             timer=lambda run, n: batch_choice.median_s(run, n, 3),
         )
