@@ -68,6 +68,26 @@ def test_an_injected_clock_shows_prefill_and_each_step_apart(tiny_model):
     assert events == ["sync", "clock"] * 5
 
 
+def test_the_hooks_run_after_the_prefill_and_each_step_and_their_time_is_no_steps(tiny_model):
+    # the readings after each hook (x.5) start the next step's time: each hook takes 0.5
+    ticks = iter([0.0, 3.0, 3.5, 4.5, 5.0, 7.0, 7.5, 11.5, 12.0])
+    events: list[str] = []
+
+    def clock() -> float:
+        events.append("clock")
+        return next(ticks)
+
+    with torch.inference_mode():
+        phases = generate_once(
+            tiny_model, _prompt(), 4, lambda: events.append("sync"), clock,
+            on_first=lambda: events.append("first"), on_step=lambda: events.append("step"),
+        )  # fmt: skip
+    assert phases.prefill_s == 3.0 and phases.token_s == (1.0, 2.0, 4.0)
+    assert events.count("step") == 3  # new_tokens - 1: once after each decode step
+    step = ["sync", "clock", "step", "clock"]
+    assert events == ["sync", "clock", "sync", "clock", "first", "clock", *step * 3]
+
+
 def test_kv_cache_bytes_by_hand_and_against_the_real_cache(tiny_model):
     llama = get_workload("llama-1b").kv_layout()
     assert llama == KVLayout(layers=16, kv_heads=8, head_dim=64)

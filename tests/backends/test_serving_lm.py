@@ -21,12 +21,15 @@ PREFILL_S, STEP_S = 0.004, 0.002
 def _sleeping(calls: list[int]):
     """A generation of n prompts: the prefill, the first tokens sent, then 3 more tokens."""
 
-    def generate(size, first):
+    def generate(size, first=None, step=None):
         calls.append(size)
         time.sleep(PREFILL_S)
         if first is not None:
             first()
-        time.sleep(3 * STEP_S)
+        for _ in range(3):
+            time.sleep(STEP_S)
+            if step is not None:
+                step()
 
     return generate
 
@@ -114,6 +117,36 @@ def test_offline_batches_send_no_first_tokens():
     TokenBatcher(4, 0.0, 3, first_tokens=False).serve(requests_out, responses_in, _sleeping([]))
     assert responses_out.recv() == ("tokens", [(1, 3), (2, 3)])
     assert not responses_out.poll(0)
+
+
+def test_a_prompt_that_arrives_during_a_generation_has_waited_from_then():
+    """Read between the decode steps, it has waited the whole generation (the wait bound) when
+    the batch ends, so the next batch starts at once. Read only after the batch, it was stamped
+    then, and the device idled another wait bound (the old loop)."""
+    wait_s = 1.0
+    requests_in, requests_out = Pipe()
+    responses_in, _ = Pipe()
+    launched: list[float] = []
+    ended: list[float] = []
+
+    def generate(size, first=None, step=None):
+        launched.append(time.monotonic())
+        if len(launched) == 1:
+            requests_in.send(("issue", [(3, 0)]))  # arrives as the first batch starts
+            for _ in range(4):  # the batch's decode steps last the wait bound
+                if step is not None:
+                    step()
+                time.sleep(wait_s / 4)
+        else:
+            requests_in.send(("done", None))
+        ended.append(time.monotonic())
+
+    requests_in.send(("issue", [(1, 0), (2, 1)]))  # a full batch: it starts at once
+    formed = TokenBatcher(max_batch=2, wait_s=wait_s, new_tokens=5).serve(
+        requests_out, responses_in, generate
+    )
+    assert dict(formed) == {2: 1, 1: 1}
+    assert launched[1] - ended[0] < wait_s / 2  # the old loop: wait_s
 
 
 @pytest.mark.parametrize(

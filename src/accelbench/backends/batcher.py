@@ -20,13 +20,14 @@ smaller, when near saturation the larger batch is the cheaper per query.
 from __future__ import annotations
 
 import os
-import select
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Generic, TypeVar
+
+from .arrivals import Arrivals, readable
 
 __all__ = ["BatchWork", "Batcher"]
 
@@ -58,28 +59,6 @@ class BatchWork(Generic[Handle]):
         return BatchWork(run_batch, lambda _: True, lambda _: None)
 
 
-@dataclass
-class _Queued:
-    ids: deque[int] = field(default_factory=deque)
-    arrived: deque[float] = field(default_factory=deque)  # time.monotonic() at receipt
-    done: bool = False  # LoadGen's test is over: nothing more will arrive
-
-    def take(self, requests: Connection) -> None:
-        """One message from the LoadGen process: queries, or the end of the test."""
-        kind, samples = requests.recv()
-        if kind == "done":
-            self.done = True
-            return
-        now = time.monotonic()
-        self.ids.extend(query_id for query_id, _ in samples)
-        self.arrived.extend([now] * len(samples))
-
-    def pop(self, size: int) -> list[int]:
-        for _ in range(size):
-            self.arrived.popleft()
-        return [self.ids.popleft() for _ in range(size)]
-
-
 @dataclass(frozen=True)
 class Batcher:
     max_batch: int
@@ -91,12 +70,12 @@ class Batcher:
         """Answer one LoadGen test's queries until it says it is done; how many batches of
         each size were formed. Every query it issued has been answered by then (LoadGen's test
         ends only when all are)."""
-        queued = _Queued()
+        queued = Arrivals()
         formed: Counter[int] = Counter()
         while True:
             if not queued.ids and not queued.done:
                 queued.take(requests)  # block: nothing to do until a query arrives
-            self._gather(queued, requests)
+            queued.gather(requests, self.max_batch, self.wait_s)
             if not queued.ids:
                 if queued.done:
                     return formed
@@ -109,18 +88,9 @@ class Batcher:
             responses.send(("answered", answered))
             formed[size] += 1
 
-    def _gather(self, queued: _Queued, requests: Connection) -> None:
-        """Take arrivals until the batch is full or its oldest query has waited wait_s."""
-        while not queued.done and len(queued.ids) < self.max_batch:
-            oldest = queued.arrived[0] if queued.arrived else time.monotonic()
-            left = max(0.0, oldest + self.wait_s - time.monotonic())
-            if not _readable(requests, left):  # a wait of 0 still takes what has arrived
-                return
-            queued.take(requests)
-
     @staticmethod
     def _read_while_running(
-        queued: _Queued, requests: Connection, work: BatchWork[Handle], handle: Handle
+        queued: Arrivals, requests: Connection, work: BatchWork[Handle], handle: Handle
     ) -> None:
         """Until the device has finished the batch, take the arrivals as they come. It asks
         without blocking on either (a blocking wait on the pipe would notice the batch's end
@@ -130,13 +100,7 @@ class Batcher:
         while not work.done(handle):
             if queued.done:
                 return  # nothing more will arrive: finish() waits for the device
-            if requests.poll(0):
+            if readable(requests, 0.0):
                 queued.take(requests)
             else:
                 _yield_core()
-
-
-def _readable(requests: Connection, timeout: float) -> bool:
-    """Whether a message is there, waiting for one at most `timeout` seconds. select, not the
-    Connection's poll: poll rounds a wait up to whole milliseconds (a 0.5 ms wait took 1.1)."""
-    return bool(select.select([requests], [], [], timeout)[0])

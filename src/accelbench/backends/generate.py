@@ -62,6 +62,7 @@ def generate_once(
     keep_logits: bool = False,
     on_logits: Callable[[torch.Tensor], None] | None = None,
     on_first: Callable[[], None] | None = None,
+    on_step: Callable[[], None] | None = None,
 ) -> Phases:
     """Greedy decoding of exactly `new_tokens` tokens after `prompt` (no end token stops it):
     the prefill makes the first, each decode step one more from the last logits' argmax. The
@@ -73,8 +74,9 @@ def generate_once(
     token ids (batch, new_tokens), each step is fed forced's token rather than its own last
     (teacher forcing, for drift: every prediction is made in the reference's context); the
     tokens returned are still its own predictions. The first logits are kept when forced or
-    `keep_logits`; `on_logits`, for drift, sees every step's (batch, vocabulary) logits;
-    `on_first`, for serving, is called once the first tokens exist, before the rest are made."""
+    `keep_logits`; `on_logits`, for drift, sees every step's (batch, vocabulary) logits. For
+    serving, `on_first` is called once the first tokens exist and `on_step` after each decode
+    step (the arrivals are read there), their time no phase's (`_after`)."""
     position = torch.arange(prompt.shape[1], device=prompt.device)
     if cache is not None:
         cache.reset()
@@ -82,12 +84,11 @@ def generate_once(
     start = clock()
     logits, token, cache = _greedy_step(model, prompt, cache, position, None, on_logits)
     synchronize()
-    before = clock()
-    if on_first is not None:
-        on_first()
+    prefill_s = (now := clock()) - start
+    before = _after(on_first, clock, now)
     # a view would keep the whole prefill's logits alive (a model without logits_to_keep)
     first = logits.clone() if forced is not None or keep_logits else None
-    prefill_s, made, steps = before - start, [token], []
+    made, steps = [token], []
     for i in range(new_tokens - 1):
         position = position[-1:] + 1  # on the device: no copy from the host each step
         # contiguous, as the timed steps' tokens are: a compiled step guards on strides
@@ -96,10 +97,18 @@ def generate_once(
         logits, token, cache = _greedy_step(model, fed, cache, position, decode, on_logits)
         made.append(token)
         synchronize()
-        now = clock()
-        steps.append(now - before)
-        before = now
+        steps.append((now := clock()) - before)
+        before = _after(on_step, clock, now)
     return Phases(prefill_s, tuple(steps), torch.cat(made, dim=1), first)
+
+
+def _after(hook: Callable[[], None] | None, clock: Clock, now: float) -> float:
+    """The reading the next phase is timed from, given the clock's at the end of the last:
+    that one, or, where a hook runs between the two, one taken after it."""
+    if hook is None:
+        return now
+    hook()
+    return clock()
 
 
 def _greedy_step(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +26,7 @@ from ..errors import UsageError, WorkloadError
 from .loadgen import PERCENTILES, Driver, LoadResult, LoadTest, read_detail, read_result
 from .serve_checks import check_settings, scenario_runs
 from .server_search import RunLimits, ServerSearch, bisect, not_found, offline
-from .token_batcher import Generate, TokenBatcher
+from .token_batcher import Generate, Hook, TokenBatcher
 
 if TYPE_CHECKING:
     from ..levers import Prepared
@@ -245,9 +244,10 @@ def _alone_misses(settings: TokenSettings, alone: TokenRun) -> str:
 
 
 def prompt_generations(prep: Prepared) -> Generate:
-    """`generate(n, first)`: the first n prompts of the prepared batch through greedy decoding
-    of the configuration's new tokens (backends/generate: a dynamic cache, the device
-    synchronized after the prefill and every step), under inference_mode and autocast."""
+    """`generate(n, first, step)`: the first n prompts of the prepared batch through greedy
+    decoding of the configuration's new tokens (backends/generate: a dynamic cache, the device
+    synchronized after the prefill and every step, `first` and `step` called after them),
+    under inference_mode and autocast."""
     import torch
 
     from ..analysis.facts import generation_lengths
@@ -256,7 +256,7 @@ def prompt_generations(prep: Prepared) -> Generate:
 
     prompts, new = leading(prep.batch[0]), generation_lengths(prep.spec)[1]
 
-    def generate(size: int, first: Callable[[], None] | None) -> None:
+    def generate(size: int, first: Hook | None = None, step: Hook | None = None) -> None:
         with torch.inference_mode(), prep.autocast():
             generate_once(
                 prep.model,
@@ -264,6 +264,7 @@ def prompt_generations(prep: Prepared) -> Generate:
                 new,
                 prep.device.synchronize,
                 on_first=first,
+                on_step=step,
             )
 
     return generate
@@ -275,7 +276,7 @@ def warm_tokens(generate: Generate, max_batch: int, times: int = 3) -> TokenWarm
     from .batch_choice import median_s
 
     def run(size: int) -> None:
-        generate(size, None)
+        generate(size)
 
     for size in (1, max_batch, 1, max_batch):
         run(size)

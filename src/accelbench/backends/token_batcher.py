@@ -10,38 +10,34 @@ LoadGen with its token count (QuerySamplesComplete: its TPOT is the time after t
 over the tokens after it). Prompts that arrive meanwhile wait for the whole batch to finish:
 under load their TTFT grows first. Continuous batching (a prompt joining the batch between
 decode steps) is not built.
+
+While a batch generates, the pipe is read after every decode step (`backends/arrivals`: what
+has arrived, without waiting), so a prompt's wait counts from its arrival, not from the batch's
+end: where the oldest prompt has waited `wait_s` by the time a batch ends, the next one closes
+at once, rather than the device idling `wait_s` more.
 """
 
 from __future__ import annotations
 
-import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from typing import Protocol
 
-__all__ = ["Generate", "TokenBatcher"]
+from .arrivals import Arrivals
 
-# generate(n, first): n prompts through greedy decoding of the configuration's new tokens, the
-# device synchronized after the prefill and at the end; first() is called after the prefill's
-Generate = Callable[[int, Callable[[], None] | None], None]
+__all__ = ["Generate", "Hook", "TokenBatcher"]
+
+Hook = Callable[[], None]
 
 
-@dataclass
-class _Queued:
-    ids: deque[int] = field(default_factory=deque)
-    arrived: deque[float] = field(default_factory=deque)  # time.monotonic() at receipt
-    done: bool = False  # LoadGen's test is over: nothing more will arrive
-
-    def take(self, requests: Connection) -> None:
-        """One message from the LoadGen process: queries, or the end of the test."""
-        kind, samples = requests.recv()
-        if kind == "done":
-            self.done = True
-            return
-        now = time.monotonic()
-        self.ids.extend(query_id for query_id, _ in samples)
-        self.arrived.extend([now] * len(samples))
+class Generate(Protocol):
+    def __call__(self, size: int, first: Hook | None = None, step: Hook | None = None) -> None:
+        """`size` prompts through greedy decoding of the configuration's new tokens, the device
+        synchronized after the prefill and after every decode step; `first()` is called once
+        the prefill's is (the first tokens exist), `step()` once each decode step's is. Their
+        time is no phase's."""
 
 
 @dataclass(frozen=True)
@@ -56,33 +52,23 @@ class TokenBatcher:
     ) -> Counter[int]:
         """Answer one LoadGen test's prompts until it says it is done; how many batches of
         each size were formed."""
-        queued = _Queued()
+        queued = Arrivals()
         formed: Counter[int] = Counter()
         while True:
             if not queued.ids and not queued.done:
                 queued.take(requests)  # block: nothing to do until a prompt arrives
-            self._gather(queued, requests)
+            queued.gather(requests, self.max_batch, self.wait_s)
             if not queued.ids:
                 if queued.done:
                     return formed
                 continue
-            batch = [queued.ids.popleft() for _ in range(min(self.max_batch, len(queued.ids)))]
-            for _ in batch:
-                queued.arrived.popleft()
-            generate(len(batch), self._first(responses, batch))
+            batch = queued.pop(min(self.max_batch, len(queued.ids)))
+            # the arrivals during the generation are read (and stamped) between its steps
+            generate(len(batch), self._first(responses, batch), lambda: queued.take_ready(requests))
             responses.send(("tokens", [(query, self.new_tokens) for query in batch]))
             formed[len(batch)] += 1
 
-    def _first(self, responses: Connection, batch: list[int]) -> Callable[[], None] | None:
+    def _first(self, responses: Connection, batch: list[int]) -> Hook | None:
         if not self.first_tokens:
             return None
         return lambda: responses.send(("first", batch))
-
-    def _gather(self, queued: _Queued, requests: Connection) -> None:
-        """Take arrivals until the batch is full or its oldest prompt has waited wait_s."""
-        while not queued.done and len(queued.ids) < self.max_batch:
-            oldest = queued.arrived[0] if queued.arrived else time.monotonic()
-            left = max(0.0, oldest + self.wait_s - time.monotonic())
-            if not requests.poll(left):  # poll(0) still takes what has arrived already
-                return
-            queued.take(requests)

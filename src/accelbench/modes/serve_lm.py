@@ -93,7 +93,7 @@ def _settings(spec: RunSpec, generate: Generate) -> tuple[TokenSettings, dict[st
 
     ttft_s, tpot_s = TTFT_BOUND.of(spec) / 1e3, TPOT_BOUND.of(spec) / 1e3
     max_batch, wait_s, record = choose_batching(
-        spec, ttft_s, lambda n: generate(n, None), timer=lambda run, n: median_s(run, n, 3)
+        spec, ttft_s, lambda n: generate(n), timer=lambda run, n: median_s(run, n, 3)
     )
     record.update(ttft_bound_ms=ttft_s * 1e3, tpot_bound_ms=tpot_s * 1e3)
     settings = TokenSettings(
