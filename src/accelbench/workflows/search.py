@@ -792,11 +792,12 @@ class Search:
             return None
         left = self._room()
         # one process of the variant against one of `ref`'s (fp32 eager's wall holds three)
-        if cost > 1.0 and cost * self._per_process(ref) > left:
-            expected = f"{cost * self._per_process(ref):.0f} s" + (f" ({costly})" if costly else "")
-            self.out.skip(
-                rung.name, f"budget: expected about {expected}, {left:.0f} s left", rung.group
-            )
+        expected = cost * self._per_process(ref)
+        if cost > 1.0 and expected > left:
+            why = f" ({costly})" if costly else ""
+            room = f"{max(0.0, left):.0f} s left"  # held for others, the room may be below 0
+            self.out.skip(rung.name, f"budget: expected about {expected:.0f} s{why}, {room}",
+                          rung.group)  # fmt: skip
             return None
         target = self._target(rung.spec, ref) if phase in (STACK, ALTERNATIVE) else None
         trial = self._try(rung, phase, why, target)
