@@ -4,6 +4,7 @@ dynamic batcher; what LoadGen logged is read back (its verdict, its figures, its
 from __future__ import annotations
 
 import time
+from collections import Counter
 
 import pytest
 
@@ -13,6 +14,7 @@ pytest.importorskip(
 
 from accelbench.backends.batcher import Batcher, BatchWork
 from accelbench.backends.loadgen import Driver, LoadTest, read_result
+from accelbench.errors import WorkloadError
 
 
 def _served(tmp_path, test: LoadTest, batcher: Batcher, batch_s: float, in_process=False):
@@ -25,13 +27,12 @@ def _served(tmp_path, test: LoadTest, batcher: Batcher, batch_s: float, in_proce
 
     driver = Driver(tmp_path, in_process)
     try:
-        logs = tmp_path / "run"
-        logs.mkdir()
-        driver.start(test, logs)
-        formed = batcher.serve(driver.requests, driver.responses, BatchWork.synchronous(run_batch))
+        work = BatchWork.synchronous(run_batch)
+        logs, formed = driver.run(test, lambda *pipes: batcher.serve(*pipes, work))
     finally:
         driver.stop()
-    return read_result(logs, test), formed, sizes
+    assert logs == tmp_path / f"01-{test.scenario}"  # each test's logs numbered in the folder
+    return read_result(logs, test), Counter(formed), sizes
 
 
 @pytest.mark.parametrize("in_process", [False, True], ids=["own-process", "thread"])
@@ -93,4 +94,15 @@ def test_a_loadgen_process_that_dies_is_an_end_of_file_not_a_hang(tmp_path):
     with pytest.raises((EOFError, OSError)):
         work = BatchWork.synchronous(lambda size: None)
         Batcher(4, 0.0).serve(driver.requests, driver.responses, work)
+    driver.stop()
+
+
+def test_a_test_whose_loadgen_process_died_says_so_in_one_line(tmp_path):
+    driver = Driver(tmp_path)
+    driver.process.kill()
+    driver.process.wait()
+    work = BatchWork.synchronous(lambda size: None)
+    test = LoadTest("offline", min_duration_s=0.1, min_queries=10, samples=4, target_qps=100)
+    with pytest.raises(WorkloadError, match=r"^LoadGen ended early: exit code -9$"):
+        driver.run(test, lambda *pipes: Batcher(4, 0.0).serve(*pipes, work))
     driver.stop()

@@ -21,15 +21,18 @@ import socket
 import subprocess
 import sys
 import threading
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from ..errors import require
+from ..errors import WorkloadError, require
 
 __all__ = [
     "SCENARIOS",
+    "Answer",
     "Driver",
     "LoadResult",
     "LoadTest",
@@ -46,6 +49,9 @@ MULTISTREAM_SAMPLES = 8
 # small (a tiny model's warm batch, microseconds) made it allocate until memory ran out
 MULTISTREAM_LEAST_LATENCY_S = 1e-4
 _PROCESS = Path(__file__).with_name("loadgen_process.py")
+# A request loop (backends/batcher, token_batcher): (requests, responses) -> batches formed by
+# size, returned once LoadGen says the test is done
+Answer = Callable[[Connection, Connection], Counter[int]]
 # runpy leaves sys.path as it is for a file (`python FILE` would put this folder first, where
 # onnxruntime.py would stand for the real package)
 _RUN = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"
@@ -146,6 +152,7 @@ class Driver:
     and its standard error goes there, so that a failure can be told in one line."""
 
     def __init__(self, logs: Path, in_process: bool = False) -> None:
+        self.logs, self.tests = logs, 0  # each test's logs in a numbered folder of `logs`
         self.stderr = logs / "loadgen-stderr.txt"
         self.process: subprocess.Popen[bytes] | None = None
         self.thread: threading.Thread | None = None
@@ -182,6 +189,20 @@ class Driver:
     def start(self, test: LoadTest, logs: Path) -> None:
         """Begin `test`; its queries arrive on `requests` until ("done", None)."""
         self.responses.send(("test", dataclasses.asdict(test), str(logs)))
+
+    def run(self, test: LoadTest, answer: Answer) -> tuple[Path, dict[int, int]]:
+        """Run `test`, `answer` taking its queries from `requests` and answering them on
+        `responses` until LoadGen says it is done; the folder LoadGen logged it in, and the
+        batches of each size `answer` formed. LoadGen's process ending early is one line."""
+        self.tests += 1
+        logs = self.logs / f"{self.tests:02d}-{test.scenario}"
+        logs.mkdir()
+        try:
+            self.start(test, logs)
+            formed = answer(self.requests, self.responses)
+        except (EOFError, OSError):
+            raise WorkloadError(f"LoadGen ended early: {self.why_ended()}") from None
+        return logs, dict(sorted(formed.items()))
 
     def why_ended(self) -> str:
         """Its last line of standard error, or its exit code, for a process that ended early."""

@@ -20,10 +20,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import WorkloadError
 from .batch_choice import median_s
 from .batcher import Batcher, BatchWork
 from .loadgen import (
@@ -126,18 +126,10 @@ class _Session:
         self.batcher = Batcher(settings.max_batch, settings.wait_s)
         self.logs = Path(tempfile.mkdtemp(prefix="accelbench-loadgen-"))
         self.driver = Driver(self.logs, settings.loadgen_in_process)
-        self.count = 0
 
     def run(self, test: LoadTest) -> ScenarioRun:
-        self.count += 1
-        logs = self.logs / f"{self.count:02d}-{test.scenario}"
-        logs.mkdir()
-        self.driver.start(test, logs)
-        try:
-            formed = self.batcher.serve(self.driver.requests, self.driver.responses, self.work)
-        except (EOFError, OSError):
-            raise WorkloadError(f"LoadGen ended early: {self.driver.why_ended()}") from None
-        return ScenarioRun(read_result(logs, test), dict(sorted(formed.items())))
+        logs, formed = self.driver.run(test, partial(self.batcher.serve, work=self.work))
+        return ScenarioRun(read_result(logs, test), formed)
 
     def test(self, scenario: str, **values: Any) -> LoadTest:
         s = self.settings

@@ -19,10 +19,11 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError, WorkloadError
+from ..errors import UsageError
 from .loadgen import PERCENTILES, Driver, LoadResult, LoadTest, read_detail, read_result
 from .serve_checks import check_settings, scenario_runs
 from .server_search import RunLimits, ServerSearch, bisect, not_found, offline
@@ -145,20 +146,12 @@ class _Session:
         self.settings, self.generate = settings, generate
         self.logs = Path(tempfile.mkdtemp(prefix="accelbench-loadgen-lm-"))
         self.driver = Driver(self.logs)
-        self.count = 0
 
     def run(self, test: LoadTest) -> TokenRun:
-        self.count += 1
-        logs = self.logs / f"{self.count:02d}-{test.scenario}"
-        logs.mkdir()
         s = self.settings
         batcher = TokenBatcher(s.max_batch, s.wait_s, s.new_tokens, test.scenario != "offline")
-        self.driver.start(test, logs)
-        try:
-            formed = batcher.serve(self.driver.requests, self.driver.responses, self.generate)
-        except (EOFError, OSError):
-            raise WorkloadError(f"LoadGen ended early: {self.driver.why_ended()}") from None
-        return read_tokens(logs, test, dict(sorted(formed.items())))
+        logs, formed = self.driver.run(test, partial(batcher.serve, generate=self.generate))
+        return read_tokens(logs, test, formed)
 
     def test(self, scenario: str, **values: Any) -> LoadTest:
         s = self.settings
