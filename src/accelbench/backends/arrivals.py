@@ -50,6 +50,19 @@ class Arrivals:
                 return
             self.take(requests)
 
+    def next_batch(self, requests: Connection, max_batch: int, wait_s: float) -> list[int]:
+        """The next batch's queries, oldest first: up to `max_batch`, once that many are
+        queued or the oldest has waited `wait_s` (it blocks while none is queued); [] once
+        LoadGen's test is over and every query has been taken."""
+        while True:
+            if not self.ids and not self.done:
+                self.take(requests)  # block: nothing to do until a query arrives
+            self.gather(requests, max_batch, wait_s)
+            if self.ids:
+                return self.pop(min(max_batch, len(self.ids)))
+            if self.done:
+                return []
+
     def pop(self, size: int) -> list[int]:
         """The `size` oldest queries, out of the queue."""
         for _ in range(size):

@@ -72,21 +72,14 @@ class Batcher:
         ends only when all are)."""
         queued = Arrivals()
         formed: Counter[int] = Counter()
-        while True:
-            if not queued.ids and not queued.done:
-                queued.take(requests)  # block: nothing to do until a query arrives
-            queued.gather(requests, self.max_batch, self.wait_s)
-            if not queued.ids:
-                if queued.done:
-                    return formed
-                continue
-            size = min(self.max_batch, len(queued.ids))
-            answered = queued.pop(size)
+        while answered := queued.next_batch(requests, self.max_batch, self.wait_s):
+            size = len(answered)
             handle = work.launch(size)
             self._read_while_running(queued, requests, work, handle)
             work.finish(handle)  # the results exist on the device before they are answered
             responses.send(("answered", answered))
             formed[size] += 1
+        return formed
 
     @staticmethod
     def _read_while_running(

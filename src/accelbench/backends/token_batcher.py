@@ -54,19 +54,12 @@ class TokenBatcher:
         each size were formed."""
         queued = Arrivals()
         formed: Counter[int] = Counter()
-        while True:
-            if not queued.ids and not queued.done:
-                queued.take(requests)  # block: nothing to do until a prompt arrives
-            queued.gather(requests, self.max_batch, self.wait_s)
-            if not queued.ids:
-                if queued.done:
-                    return formed
-                continue
-            batch = queued.pop(min(self.max_batch, len(queued.ids)))
+        while batch := queued.next_batch(requests, self.max_batch, self.wait_s):
             # the arrivals during the generation are read (and stamped) between its steps
             generate(len(batch), self._first(responses, batch), lambda: queued.take_ready(requests))
             responses.send(("tokens", [(query, self.new_tokens) for query in batch]))
             formed[len(batch)] += 1
+        return formed
 
     def _first(self, responses: Connection, batch: list[int]) -> Hook | None:
         if not self.first_tokens:
