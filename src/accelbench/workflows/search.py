@@ -794,9 +794,9 @@ class Search:
         # one process of the variant against one of `ref`'s (fp32 eager's wall holds three)
         expected = cost * self._per_process(ref)
         if cost > 1.0 and expected > left:
-            why = f" ({costly})" if costly else ""
+            cause = f" ({costly})" if costly else ""
             room = f"{max(0.0, left):.0f} s left"  # held for others, the room may be below 0
-            self.out.skip(rung.name, f"budget: expected about {expected:.0f} s{why}, {room}",
+            self.out.skip(rung.name, f"budget: expected about {expected:.0f} s{cause}, {room}",
                           rung.group)  # fmt: skip
             return None
         target = self._target(rung.spec, ref) if phase in (STACK, ALTERNATIVE) else None
